@@ -1,0 +1,59 @@
+# logwheel: `make demo` and `make test` do everything on a fresh machine (see README.md).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+KAFKA_JARS := ops/jars/kafka
+SPARK_JARS := ops/jars/spark-kafka
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help venv jars test demo chaos bench lint broker broker-stop
+
+help:
+	@echo "make demo         start the embedded Kafka broker and show a transactional round trip"
+	@echo "make test         every test suite (unit, integration on a real broker, chaos reduced)"
+	@echo "make chaos        the chaos suite at full size (LOGWHEEL_CHAOS_FULL=1)"
+	@echo "make bench        the benchmarks"
+	@echo "make lint         ruff check and ruff format --check"
+	@echo "make venv         .venv with logwheel installed editable, with its test extras"
+	@echo "make jars         the Kafka broker's and Spark's Kafka connector's jars (Maven Central)"
+	@echo "make broker       start the embedded broker;  make broker-stop  stops it"
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "make venv: no $(PYTHON) on PATH: install Python 3.11" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+jars: $(KAFKA_JARS)/.stamp $(SPARK_JARS)/.stamp
+$(KAFKA_JARS)/.stamp: ops/maven/kafka/pom.xml ops/fetch_jars.sh
+	ops/fetch_jars.sh ops/maven/kafka $(KAFKA_JARS)
+# Spark's connector must match the installed pyspark, hence the venv first.
+$(SPARK_JARS)/.stamp: ops/maven/spark-kafka/pom.xml ops/fetch_jars.sh $(VENV)/.stamp
+	ops/fetch_jars.sh ops/maven/spark-kafka $(SPARK_JARS) \
+	  -Dspark.version=$$($(PY) -c 'import pyspark; print(pyspark.__version__)')
+
+test: venv jars
+	$(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) tests
+
+demo: venv jars
+	$(PY) -m framework.cli broker start
+	$(PY) ops/demo_roundtrip.py
+
+chaos: venv jars
+	LOGWHEEL_CHAOS_FULL=1 $(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) tests/chaos
+
+bench: venv jars
+	$(PY) bench/run_all.py
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+broker: venv jars
+	$(PY) -m framework.cli broker start
+
+broker-stop: venv
+	$(PY) -m framework.cli broker stop

@@ -1,0 +1,24 @@
+"""logwheel: MillWheel's programming model on Kafka — per-key state, timers, low watermarks and
+exactly-once delivery for Python computations."""
+
+from framework.api import MIN_TIME, Computation, Context, Record, Timer
+from framework.pipeline import (
+    BoundedOutOfOrderness,
+    InjectorWatermark,
+    Pipeline,
+    PipelineError,
+    key_by,
+)
+
+__all__ = [
+    "MIN_TIME",
+    "BoundedOutOfOrderness",
+    "Computation",
+    "Context",
+    "InjectorWatermark",
+    "Pipeline",
+    "PipelineError",
+    "Record",
+    "Timer",
+    "key_by",
+]

@@ -1,0 +1,85 @@
+"""The user's view of logwheel: records, timers, computations and the keyed context.
+
+A computation sees one key at a time through a `Context` (as in Flink's KeyedProcessFunction):
+its state, its timers and a way to produce. Everything behind the context — stores, journals,
+transactions — is the runtime's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+MIN_TIME = -(2**63)
+"""The low watermark before any is known."""
+
+EVENT = "event"
+PROCESSING = "processing"
+DOMAINS = (EVENT, PROCESSING)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A `(key, value, timestamp)` triple from a stream, plus its unique id."""
+
+    key: str
+    value: Any
+    timestamp: int
+    stream: str = ""
+    id: str = ""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Timer:
+    """A per-key hook that fires at `time` in its `domain` ("event" or "processing")."""
+
+    time: int
+    tag: str
+    domain: str = EVENT
+
+
+class Context(Protocol):
+    """What a hook may touch: one key's state, its timers, and productions."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def state(self) -> MutableMapping[str, Any]: ...
+
+    @property
+    def low_watermark(self) -> int: ...
+
+    @property
+    def processing_time(self) -> int: ...
+
+    def produce(
+        self, stream: str, value: Any, *, key: str | None = None, timestamp: int | None = None
+    ) -> None: ...
+
+    def set_timer(self, tag: str, time: int, domain: str = EVENT) -> None: ...
+
+    def cancel_timer(self, tag: str) -> None: ...
+
+
+class Computation:
+    """Base class of user computations.
+
+    Calls for one key never run concurrently; everything a hook does commits atomically.
+    """
+
+    state_schema: str | None = None
+    """Full name of an Avro record type in `schemas/` for this computation's state, or None
+    for JSON documents."""
+
+    def process_record(self, ctx: Context, record: Record) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement process_record")
+
+    def process_timer(self, ctx: Context, timer: Timer) -> None:
+        """Called when a timer set with `ctx.set_timer` fires."""
+
+    def on_late_record(self, ctx: Context, record: Record) -> None:
+        """Called for a record whose timestamp is below the input low watermark on arrival.
+
+        The default drops it; the runtime counts it either way."""

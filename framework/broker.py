@@ -1,0 +1,495 @@
+"""The embedded Kafka broker: a real Apache Kafka (KRaft, one node) run as a local Java process.
+
+Everything logwheel does — transactions, compaction, consumer groups — needs a real broker, and
+a developer should get one with one command and no Docker. `Broker(home)` keeps everything it
+owns under one directory: `data/` (the log), `server.properties` (rewritten at every start),
+`ports.json` (ports chosen at the first start and reused later, so addresses stay stable),
+`broker.pid` and `broker.log` (the JVM's output, WARN and above).
+
+Bootstrap addresses are resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`,
+else this broker, started if needed (`bootstrap_from`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_PORT = 9092
+MIN_JAVA = 17
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+JVM_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
+JVM_OPTS += ["-Djava.awt.headless=true"]
+
+SINGLE_NODE_SETTINGS = {
+    # One node: every internal topic has one replica, and one in-sync replica is enough.
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "8",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "8",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "default.replication.factor": "1",
+    "min.insync.replicas": "1",
+    "num.partitions": "4",
+    # A typo in a stream name should fail loudly, not create an empty topic.
+    "auto.create.topics.enable": "false",
+    # Changelogs, timer journals and watermark channels are compacted topics.
+    "log.cleaner.enable": "true",
+    "log.cleaner.backoff.ms": "1000",
+    "log.cleaner.dedupe.buffer.size": str(32 * 1024 * 1024),
+    # The log is the truth: keep history so `logwheel reset --to earliest` can replay it.
+    "log.retention.ms": "-1",
+    "group.initial.rebalance.delay.ms": "0",
+    # Transactions left open by a SIGKILLed process are aborted within seconds, not minutes.
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+}
+"""Broker settings for a single node; docker-compose.yml and the test container use the same."""
+
+log = logging.getLogger(__name__)
+
+
+class BrokerError(RuntimeError):
+    """A problem the user must fix; the message is one line that names the fix."""
+
+
+@dataclass(frozen=True)
+class Started:
+    """The outcome of `Broker.start`."""
+
+    bootstrap: str
+    started: bool  # False when it was already running
+    seconds: float
+    pid: int
+
+
+def default_home() -> Path:
+    """`LOGWHEEL_BROKER_DIR`, or `.logwheel/broker` under the current directory."""
+    return Path(os.environ.get("LOGWHEEL_BROKER_DIR") or ".logwheel/broker")
+
+
+def ensure_running(home: Path | None = None) -> str:
+    """Start the embedded broker unless it is running; return its bootstrap address."""
+    return Broker(home or default_home()).start(say=_stderr).bootstrap
+
+
+def bootstrap_from(args_bootstrap: str | None) -> str:
+    """The contract's resolution: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`, else the embedded
+    broker, started if needed."""
+    return args_bootstrap or os.environ.get("LOGWHEEL_BOOTSTRAP") or ensure_running()
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _spinner(text: str) -> contextlib.AbstractContextManager:
+    """A rich spinner on an interactive stderr; nothing when output goes to a file or pipe."""
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(text)
+
+
+class Broker:
+    """One embedded broker, identified by its home directory."""
+
+    def __init__(self, home: Path | str) -> None:
+        self.home = Path(home).resolve()
+        self.data_dir = self.home / "data"
+        self.config_file = self.home / "server.properties"
+        self.ports_file = self.home / "ports.json"
+        self.pid_file = self.home / "broker.pid"
+        self.log_file = self.home / "broker.log"
+        self._lock_depth = 0
+        self._lock_fd: int | None = None
+
+    # -- queries ------------------------------------------------------------------------
+
+    def running_pid(self, say: Callable[[str], None] | None = None) -> int | None:
+        """The pid of this home's broker process. With `say`, a stale pid file is removed (and
+        said so) and a running broker whose pid file was lost is adopted."""
+        pid = _read_int(self.pid_file)
+        if pid is not None and self._is_ours(pid):
+            return pid
+        if say is None:
+            return self._find_orphan()
+        if pid is not None:
+            what = _cmdline(pid) if _alive(pid) else None
+            if what:
+                say(
+                    f"note: {self.pid_file} named pid {pid}, which is now another program "
+                    f"({what[:60]}); ignoring that stale pid file"
+                )
+            else:
+                say(f"note: removed a stale pid file ({self.pid_file}: pid {pid} is gone)")
+            self.pid_file.unlink(missing_ok=True)
+        orphan = self._find_orphan()
+        if orphan is not None:
+            say(f"note: adopting broker pid {orphan}, which had lost its pid file")
+            self.pid_file.write_text(f"{orphan}\n")
+        return orphan
+
+    def port(self) -> int | None:
+        """The client port chosen at the first start, if any."""
+        saved = _read_json(self.ports_file)
+        return saved.get("port") if saved else None
+
+    def status(self) -> str | None:
+        """The bootstrap address when the broker runs and its port answers, else None."""
+        port = self.port()
+        if self.running_pid() and port and _accepts(port):
+            return f"127.0.0.1:{port}"
+        return None
+
+    # -- start / stop -------------------------------------------------------------------
+
+    def start(
+        self,
+        port: int | None = None,
+        timeout: float = START_TIMEOUT_S,
+        say: Callable[[str], None] = _stderr,
+    ) -> Started:
+        """Start the broker unless it runs; idempotent.
+
+        `port`: None takes `LOGWHEEL_BROKER_PORT`, else the port saved at the first start,
+        else 9092 if free, else any free port; 0 takes the saved port if it is free, else any
+        free port (for brokers of tests); a number insists on that port.
+        """
+        began = time.monotonic()
+        with self.lock():
+            pid = self.running_pid(say)
+            if pid is not None:
+                bootstrap = f"127.0.0.1:{self.port()}"
+                self._wait_ready(pid, bootstrap, timeout, began)
+                return Started(bootstrap, False, time.monotonic() - began, pid)
+            java = _java()
+            jars = _jars()
+            ports = self._choose_ports(port)
+            self._write_config(ports)
+            self._format(java, jars)
+            pid = self._spawn(java, jars)
+            bootstrap = f"127.0.0.1:{ports['port']}"
+            say(f"starting Kafka in {self.home} (pid {pid}, log {self.log_file}) ...")
+            with _spinner(f"waiting for Kafka on {bootstrap}"):
+                self._wait_ready(pid, bootstrap, timeout, began)
+            return Started(bootstrap, True, time.monotonic() - began, pid)
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
+        """Stop the broker (SIGTERM, then SIGKILL after `timeout` s); the pid it had, or None."""
+        with self.lock():
+            pid = self.running_pid(say=lambda _: None)
+            if pid is not None:
+                os.kill(pid, signal.SIGTERM)
+                if not _wait_exit(pid, timeout):
+                    log.warning("broker pid %d ignored SIGTERM for %.0fs; killing it", pid, timeout)
+                    os.kill(pid, signal.SIGKILL)
+                    _wait_exit(pid, 10)
+            self.pid_file.unlink(missing_ok=True)
+            return pid
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """An exclusive lock on this home (re-entrant within this object): two processes that
+        start the same broker at once must not spawn two JVMs."""
+        if self._lock_depth == 0:
+            self.home.mkdir(parents=True, exist_ok=True)
+            self._lock_fd = os.open(self.home / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        self._lock_depth += 1
+        try:
+            yield
+        finally:
+            self._lock_depth -= 1
+            if self._lock_depth == 0 and self._lock_fd is not None:
+                os.close(self._lock_fd)  # closing releases the flock
+                self._lock_fd = None
+
+    # -- the steps of a start -----------------------------------------------------------
+
+    def _choose_ports(self, wanted: int | None) -> dict[str, int]:
+        """Pick and persist the client and controller ports (see `start`)."""
+        env = os.environ.get("LOGWHEEL_BROKER_PORT")
+        if wanted is None and env:
+            if not env.isdigit():
+                raise BrokerError(f"LOGWHEEL_BROKER_PORT={env!r} is not a port number")
+            wanted = int(env)
+        saved = _read_json(self.ports_file) or {}
+        if wanted is None and "port" in saved:
+            wanted, origin = saved["port"], f"saved in {self.ports_file}"
+        elif wanted == 0 and saved.get("port") and _free(saved["port"]):
+            wanted, origin = saved["port"], "saved"
+        else:
+            origin = "asked for"
+        if wanted is None:
+            port = DEFAULT_PORT if _free(DEFAULT_PORT) else _any_free_port()
+        elif wanted == 0:
+            port = _any_free_port()
+        elif _free(wanted):
+            port = wanted
+        else:
+            raise BrokerError(
+                f"port {wanted} ({origin}) is taken by another program: stop it, or set "
+                f"LOGWHEEL_BROKER_PORT to a free port"
+            )
+        controller = saved.get("controller_port", port + 1)
+        if controller == port or not _free(controller):
+            controller = _any_free_port(avoid=port)
+        ports = {"port": port, "controller_port": controller}
+        self.ports_file.write_text(json.dumps(ports) + "\n")
+        return ports
+
+    def _write_config(self, ports: dict[str, int]) -> None:
+        """Write server.properties: KRaft combined mode, node 1, listeners on 127.0.0.1.
+
+        A static voter set (not `--standalone`) lets the controller port change between
+        starts without reformatting."""
+        port, controller = ports["port"], ports["controller_port"]
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir),
+            **SINGLE_NODE_SETTINGS,
+        }
+        lines = [f"{k}={v}" for k, v in settings.items()]
+        self.config_file.write_text("# written by logwheel at every start\n" + "\n".join(lines))
+
+    def _format(self, java: str, jars: Path) -> None:
+        """Format the data directory once (a KRaft log needs a cluster id before first use)."""
+        if (self.data_dir / "meta.properties").exists():
+            return
+        command = [java, *self._jvm_flags(), "-cp", f"{jars}/*", "kafka.tools.StorageTool"]
+        command += ["format", "--ignore-formatted", "-t", _cluster_id(), "-c"]
+        command += [str(self.config_file)]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=self.home)
+        if done.returncode != 0:
+            detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise BrokerError(f"formatting {self.data_dir} failed: {detail[0]}")
+
+    def _spawn(self, java: str, jars: Path) -> int:
+        """Start the JVM detached from this process (own session, output to the log file)."""
+        if self.log_file.exists() and self.log_file.stat().st_size > 20_000_000:
+            self.log_file.replace(self.log_file.with_suffix(".log.1"))
+        extra = os.environ.get("LOGWHEEL_BROKER_JVM_OPTS", "").split()
+        command = [java, *self._jvm_flags(), *extra, "-cp", f"{jars}/*", "kafka.Kafka"]
+        command.append(str(self.config_file))
+        with open(self.log_file, "ab") as out:
+            process = subprocess.Popen(
+                command,
+                cwd=self.home,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.pid_file.write_text(f"{process.pid}\n")
+        return process.pid
+
+    def _jvm_flags(self) -> list[str]:
+        log4j = REPO / "ops" / "log4j2.properties"
+        return [*JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}"] if log4j.exists() else JVM_OPTS
+
+    def _wait_ready(self, pid: int, bootstrap: str, timeout: float, began: float) -> None:
+        """Wait until an AdminClient sees the broker in the cluster metadata."""
+        deadline = began + timeout
+        while time.monotonic() < deadline:
+            if not _alive(pid):
+                self.pid_file.unlink(missing_ok=True)
+                raise BrokerError(
+                    f"the broker exited while starting ({self._last_error()}); see {self.log_file}"
+                )
+            if _accepts(int(bootstrap.rsplit(":", 1)[1])) and _metadata_answers(bootstrap):
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise BrokerError(
+            f"the broker did not answer on {bootstrap} within {timeout:.0f}s; see {self.log_file}"
+        )
+
+    def _last_error(self) -> str:
+        try:
+            lines = self.log_file.read_text(errors="replace").splitlines()[-200:]
+        except OSError:
+            return "no log"
+        errors = [line for line in lines if "ERROR" in line or "Exception" in line]
+        return (errors or lines or ["no log output"])[-1].strip()[:300]
+
+    def _is_ours(self, pid: int) -> bool:
+        command = _cmdline(pid) if _alive(pid) else None
+        return bool(command) and "kafka.Kafka" in command and str(self.config_file) in command
+
+    def _find_orphan(self) -> int | None:
+        """A running broker of this home whose pid file is lost (Linux /proc only)."""
+        proc = Path("/proc")
+        if not proc.is_dir():
+            return None
+        for entry in proc.iterdir():
+            if entry.name.isdigit() and self._is_ours(int(entry.name)):
+                return int(entry.name)
+        return None
+
+
+# -- environment checks -------------------------------------------------------------------
+
+
+def _java() -> str:
+    """The java executable, checked to be Java 17 or newer."""
+    java = shutil.which("java")
+    fix = "install Java 17+ (apt-get install openjdk-17-jre-headless)"
+    if java is None:
+        raise BrokerError(f"no `java` on PATH: {fix}")
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise BrokerError(f"`{java} -version` failed ({err}): {fix}") from err
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    major = int(found.group(1)) if found else 0
+    if found and major == 1:  # "1.8.0_292" is Java 8
+        major = int(found.group(2) or 0)
+    if major < MIN_JAVA:
+        seen = f"Java {major}" if found else "an unknown Java"
+        raise BrokerError(f"{java} is {seen}; Kafka needs Java {MIN_JAVA}+: {fix}")
+    return java
+
+
+def _jars() -> Path:
+    """The directory of Kafka's runtime jars (`LOGWHEEL_KAFKA_JARS` or ops/jars/kafka)."""
+    jars = Path(os.environ.get("LOGWHEEL_KAFKA_JARS") or REPO / "ops" / "jars" / "kafka")
+    if not any(jars.glob("kafka_2.13-*.jar")):
+        raise BrokerError(
+            f"Kafka jars missing in {jars}: run `make jars` (needs Maven and Maven Central)"
+        )
+    return jars
+
+
+def _cluster_id() -> str:
+    """A random Kafka cluster id: 16 bytes, URL-safe base64 without padding, not led by '-'."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+# -- processes and ports ------------------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not; our own exited children are reaped)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def _wait_exit(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return not _alive(pid)
+
+
+def _free(port: int) -> bool:
+    """Whether a listener could bind 127.0.0.1:port (TIME_WAIT leftovers do not count)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _any_free_port(avoid: int = 0) -> int:
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port != avoid:
+            return port
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+_QUIET = logging.getLogger("logwheel.broker.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+def _metadata_answers(bootstrap: str) -> bool:
+    """Whether the broker serves metadata and has registered itself (it is unfenced)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    try:
+        return bool(admin.list_topics(timeout=2).brokers)
+    except KafkaException:
+        return False
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+if __name__ == "__main__":
+    from framework.cli import main
+
+    sys.exit(main(["broker", *sys.argv[1:]]))

@@ -1,0 +1,193 @@
+"""`logwheel`, the command line.
+
+Each command is a `register_*` function that adds its subparser and sets `func`, the function
+that runs it: `func(args) -> int` returns the exit code. A new command is one more register
+function in `COMMANDS`. Errors the user can fix (`USER_ERRORS`) are printed as one line
+`logwheel: ...` with exit code 1, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from framework.broker import Broker, BrokerError, bootstrap_from, default_home
+from framework.pipeline import PipelineError
+
+USER_ERRORS: tuple[type[Exception], ...] = (BrokerError, PipelineError)
+NOT_RUNNING = 3
+"""Exit code of `broker status` when the broker is not running (as for LSB init scripts)."""
+
+
+# -- logwheel broker start|stop|status ------------------------------------------------------
+
+
+def register_broker(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "broker",
+        help="the embedded single-node Kafka broker",
+        description="Embedded single-node Kafka (KRaft) on 127.0.0.1. Its data, log and pid "
+        "live in LOGWHEEL_BROKER_DIR (default .logwheel/broker); LOGWHEEL_BROKER_PORT picks "
+        "the port at the first start (default 9092, or a free one if that is taken).",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    start = actions.add_parser(
+        "start", help="start it unless it runs; prints the bootstrap address on the last line"
+    )
+    start.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (60)")
+    start.set_defaults(func=broker_start)
+    stop = actions.add_parser("stop", help="stop it (SIGTERM, SIGKILL after --timeout)")
+    stop.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (30)")
+    stop.set_defaults(func=broker_stop)
+    status = actions.add_parser(
+        "status", help=f"exit 0 and its address when it runs, else exit {NOT_RUNNING}"
+    )
+    status.set_defaults(func=broker_status)
+
+
+def broker_start(args: argparse.Namespace) -> int:
+    started = Broker(default_home()).start(timeout=args.timeout)
+    if started.started:
+        print(f"broker ready in {started.seconds:.1f}s (pid {started.pid})")
+    else:
+        print(f"broker already running (pid {started.pid}), answered in {started.seconds:.1f}s")
+    print(started.bootstrap, flush=True)
+    return 0
+
+
+def broker_stop(args: argparse.Namespace) -> int:
+    broker = Broker(default_home())
+    pid = broker.stop(timeout=args.timeout)
+    print(f"broker stopped (pid {pid})" if pid else f"broker was not running ({broker.home})")
+    return 0
+
+
+def broker_status(args: argparse.Namespace) -> int:
+    broker = Broker(default_home())
+    bootstrap = broker.status()
+    if bootstrap is None:
+        print(f"broker not running ({broker.home})")
+        return NOT_RUNNING
+    print(f"broker running at {bootstrap} (pid {broker.running_pid()}, data in {broker.home})")
+    return 0
+
+
+# -- logwheel run / topics ------------------------------------------------------------------
+
+
+def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap",
+        metavar="H:P",
+        help="Kafka bootstrap servers (else LOGWHEEL_BOOTSTRAP, else the embedded broker)",
+    )
+    parser.add_argument(
+        "--config", metavar="FILE.toml", help="client settings from its [kafka] table"
+    )
+
+
+def register_run(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "run", help="run computations of a pipeline until SIGTERM", description=run.__doc__
+    )
+    parser.add_argument("pipeline", metavar="MODULE:ATTR")
+    parser.add_argument(
+        "--computation",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this computation (repeatable; all by default)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="local state (else LOGWHEEL_STATE_DIR, else .logwheel/state)",
+    )
+    _add_bootstrap(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs the named computations (all by default), one process each, until SIGTERM."""
+    from framework.launch import run_computations
+    from framework.runner import default_state_dir
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
+    )
+    return run_computations(
+        args.pipeline,
+        args.computation,
+        bootstrap=bootstrap_from(args.bootstrap),
+        state_dir=args.state_dir or default_state_dir(),
+        config_file=args.config,
+    )
+
+
+def register_topics(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "topics",
+        help="create every topic of a pipeline with its policy",
+        description=topics.__doc__,
+    )
+    parser.add_argument("pipeline", metavar="MODULE:ATTR")
+    _add_bootstrap(parser)
+    parser.set_defaults(func=topics)
+
+
+def topics(args: argparse.Namespace) -> int:
+    """Creates every topic of the pipeline with its policy; existing ones are left as they are."""
+    from framework.launch import kafka_settings, load_pipeline
+    from framework.topics import create_topics, pipeline_topics
+
+    pipeline = load_pipeline(args.pipeline)
+    created = set(
+        create_topics(
+            bootstrap_from(args.bootstrap), pipeline, client_config=kafka_settings(args.config)
+        )
+    )
+    for spec in pipeline_topics(pipeline):
+        state = "created" if spec.name in created else "exists"
+        policy = spec.config.get("cleanup.policy", "delete")
+        print(f"{state:8} {spec.name} ({spec.partitions} partitions, {policy})")
+    return 0
+
+
+# -- the entry point ------------------------------------------------------------------------
+
+COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+    register_broker,
+    register_run,
+    register_topics,
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="logwheel",
+        description="Stream processing on Kafka: MillWheel's model, built the Samza way.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for register in COMMANDS:
+        register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `logwheel` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except USER_ERRORS as err:
+        print(f"logwheel: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

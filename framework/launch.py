@@ -1,0 +1,118 @@
+"""Starting computations: loading `MODULE:ATTR`, config files, and one process per computation.
+
+A process runs one computation (one consumer group, one transactional producer — invariant 3).
+`logwheel run` of several computations supervises one child per computation; the children die
+with their parent, so SIGKILL of `logwheel run` kills the whole job, as a container stop would.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import logging
+import signal
+import subprocess
+import sys
+import threading
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from framework.pipeline import Pipeline, PipelineError
+from framework.runner import Runner
+
+log = logging.getLogger(__name__)
+_PR_SET_PDEATHSIG = 1
+
+
+def load_pipeline(ref: str) -> Pipeline:
+    """Import `module:attr` (e.g. `jobs.zeitgeist:pipeline`) and check it is a Pipeline."""
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise PipelineError(f"{ref!r} must be MODULE:ATTR, e.g. jobs.wordcount:pipeline")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        raise PipelineError(
+            f"cannot import {module_name!r} ({error}): check the name and PYTHONPATH"
+        ) from None
+    pipeline = getattr(module, attr, None)
+    if not isinstance(pipeline, Pipeline):
+        raise PipelineError(f"{ref} is not a logwheel Pipeline (found {type(pipeline).__name__})")
+    pipeline.validate()
+    return pipeline
+
+
+def kafka_settings(config_file: str | None) -> dict[str, Any]:
+    """The `[kafka]` table of a TOML config file: client settings passed through as they are."""
+    if config_file is None:
+        return {}
+    try:
+        with open(config_file, "rb") as f:
+            table = tomllib.load(f).get("kafka", {})
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise PipelineError(f"--config {config_file}: {error}") from None
+    if not isinstance(table, dict):
+        raise PipelineError(f"--config {config_file}: [kafka] must be a table of client settings")
+    return table
+
+
+def run_computations(
+    ref: str,
+    names: list[str],
+    *,
+    bootstrap: str,
+    state_dir: Path,
+    config_file: str | None = None,
+) -> int:
+    """Run the named computations (all when empty) until SIGTERM; returns an exit code."""
+    pipeline = load_pipeline(ref)
+    names = names or list(pipeline.computations)
+    for name in names:
+        pipeline[name]  # noqa: B018 - fails at start naming the computations there are
+    kafka = kafka_settings(config_file)
+    if len(names) == 1:
+        return _run_one(pipeline, names[0], bootstrap, state_dir, kafka)
+    return _supervise(ref, names, bootstrap, state_dir, config_file)
+
+
+def _run_one(pipeline: Pipeline, name: str, bootstrap: str, state_dir: Path, kafka: dict) -> int:
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    Runner(pipeline, name, bootstrap=bootstrap, state_dir=state_dir, kafka=kafka).run(stop)
+    return 0
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _supervise(
+    ref: str, names: list[str], bootstrap: str, state_dir: Path, config_file: str | None
+) -> int:
+    base = [sys.executable, "-m", "framework.cli", "run", ref, "--bootstrap", bootstrap]
+    base += ["--state-dir", str(state_dir)]
+    if config_file:
+        base += ["--config", config_file]
+    children = {
+        name: subprocess.Popen([*base, "--computation", name], preexec_fn=_die_with_parent)
+        for name in names
+    }
+
+    def forward(signum, _frame):
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, forward)
+    code = 0
+    for name, child in children.items():
+        rc = child.wait()
+        if rc != 0 and code == 0:
+            log.error("computation %s exited with %d; stopping the others", name, rc)
+            code = rc
+            forward(signal.SIGTERM, None)
+    return code

@@ -1,0 +1,299 @@
+"""Tasks: the work of one input partition, as in Kafka Streams' StreamTask.
+
+A `RepartitionTask` re-keys one partition of a stream into the computation's `.by-key` topic
+with the consumer-chosen key; a `KeyedTask` owns one partition of the computation's key space —
+its RocksDB store, changelog and timer journal partition — and runs the user's hooks through
+the shared `Executor`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Message
+
+from framework.api import MIN_TIME, Record, Timer
+from framework.collector import ID_HEADER, Collector
+from framework.executor import Executor
+from framework.pipeline import ComputationSpec, Input, Pipeline
+from framework.serde import decoder_for, encoder_for
+from framework.state import TaskStore, timer_key
+from framework.watermarks import (
+    Mark,
+    PartitionWatermark,
+    Published,
+    combine,
+    partition_watermark,
+    repartition_producer,
+    task_producer,
+)
+
+_encode_timer = encoder_for("logwheel.TimerEntry")
+_decode_timer_entry = decoder_for("logwheel.TimerEntry")
+
+
+def decode_timer(raw: bytes) -> Timer:
+    entry = _decode_timer_entry(raw)
+    return Timer(entry["time"], entry["tag"], entry["domain"])
+
+
+def record_id(msg: Message) -> str:
+    """The producer's `logwheel.id` header, else the record's place in the log."""
+    for name, value in msg.headers() or ():
+        if name == ID_HEADER:
+            return value.decode()
+    return f"{msg.topic()}/{msg.partition()}/{msg.offset()}"
+
+
+@dataclass(eq=False)
+class InputPartition:
+    """One topic-partition a task reads, and what it knows of that partition's watermark."""
+
+    topic: str
+    partition: int
+    stream: str
+    decode: Callable[[bytes], Any]
+    watermark: PartitionWatermark
+    channels: list[str]
+    position: int = 0  # next offset to read
+
+    def consumed(self, msg: Message) -> None:
+        self.position = msg.offset() + 1
+        self.watermark.observe(msg.timestamp()[1])
+
+
+@dataclass
+class Runtime:
+    """What every task of one process shares."""
+
+    pipeline: Pipeline
+    spec: ComputationSpec
+    collector: Collector
+    partitions: dict[str, int]  # topic -> partition count, from the broker
+
+
+class Task:
+    producer: str
+    inputs: list[InputPartition]
+    outputs: set[str]
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.published = MIN_TIME
+
+    def handle(self, msg: Message, inp: InputPartition) -> None:
+        raise NotImplementedError
+
+    def tick(self) -> int:
+        """Bring the input watermark up to date and fire what is due; returns firings."""
+        return 0
+
+    def input_watermark(self) -> tuple[int | None, bool]:
+        for inp in self.inputs:
+            inp.watermark.advance(inp.position)
+        return combine(inp.watermark.value() for inp in self.inputs)
+
+    def low_watermark(self) -> tuple[int, bool]:
+        raise NotImplementedError
+
+    def mark(self) -> Mark:
+        """What to publish on the watermark channel in this commit."""
+        watermark, idle = self.low_watermark()
+        self.published = max(self.published, watermark)
+        written = self.rt.collector.written
+        offsets = {tp: o for tp, o in written.items() if tp[0] in self.outputs}
+        return Mark(self.producer, self.published, idle, offsets)
+
+    def resume(self, previous: Mark | None) -> None:
+        """Continue from the last mark a previous owner of this task published."""
+        if previous is not None:
+            self.published = previous.watermark
+            self.rt.collector.remember(previous.offsets.items())
+
+    def prepare_commit(self) -> None:
+        """Write this task's journal records into the open transaction."""
+
+    def committed(self) -> None:
+        """The transaction committed: make local state follow."""
+
+    def close(self) -> None:
+        pass
+
+
+class RepartitionTask(Task):
+    """Re-keys one partition of a stream by the consumer's key extractor."""
+
+    def __init__(self, runtime: Runtime, input_: Input, partition: int) -> None:
+        super().__init__(runtime)
+        spec, stream = runtime.spec, input_.stream
+        self.extractor = input_.key
+        self.target = spec.by_key(stream)
+        self.producer = repartition_producer(spec.name, stream, partition)
+        self.outputs = {self.target}
+        watermark, channels = partition_watermark(runtime.pipeline, stream, stream, partition)
+        decode = decoder_for(runtime.pipeline.schema_of(stream))
+        self.inputs = [InputPartition(stream, partition, stream, decode, watermark, channels)]
+
+    def handle(self, msg: Message, inp: InputPartition) -> None:
+        raw = msg.value()
+        stage = "decode"
+        try:
+            value = inp.decode(raw)
+            stage = "key"
+            key = msg.key()
+            rid = record_id(msg)
+            record = Record(key.decode() if key else "", value, msg.timestamp()[1], inp.stream, rid)
+            new_key = self.extractor(record)
+        except Exception as error:
+            self.rt.collector.dead_letter(self.rt.spec.dlq, msg, error, stage)
+        else:
+            self.rt.collector.send(
+                self.target,
+                str(new_key).encode(),
+                raw,
+                timestamp=record.timestamp,
+                headers=[(ID_HEADER, rid.encode())],
+            )
+        inp.consumed(msg)
+
+    def low_watermark(self) -> tuple[int, bool]:
+        watermark, idle = self.input_watermark()
+        return (self.published if watermark is None else watermark), idle
+
+
+class KeyedTask(Task):
+    """One partition of a computation's key space: state, timers and the user's hooks."""
+
+    def __init__(self, runtime: Runtime, partition: int, store: TaskStore) -> None:
+        super().__init__(runtime)
+        pipeline, spec = runtime.pipeline, runtime.spec
+        self.partition = partition
+        self.store = store
+        self.producer = task_producer(spec.name, partition)
+        self.outputs = set(spec.outputs)
+        self.inputs = []
+        for i in spec.inputs:
+            decode = decoder_for(pipeline.schema_of(i.stream))
+            if i.key is None:
+                watermark, channels = partition_watermark(pipeline, i.stream, i.stream, partition)
+                topic = i.stream
+            else:
+                topic = spec.by_key(i.stream)
+                producers = [
+                    repartition_producer(spec.name, i.stream, r)
+                    for r in range(runtime.partitions[i.stream])
+                ]
+                watermark, channels = Published(topic, partition, producers), [spec.watermarks]
+            self.inputs.append(
+                InputPartition(topic, partition, i.stream, decode, watermark, channels)
+            )
+        self._encoders = {s: encoder_for(schema) for s, schema in spec.outputs.items()}
+        self._encode_state = encoder_for(spec.state_schema)
+        self._msg: Message | None = None
+        self._states: list[tuple[bytes, bytes | None]] = []
+        self._timers: list[tuple[bytes, bytes | None]] = []
+        self.executor = Executor(spec, store, store, self, clock=_wall_ms)
+
+    # -- input --------------------------------------------------------------------------------
+
+    def handle(self, msg: Message, inp: InputPartition) -> None:
+        self._msg = msg
+        try:
+            value = inp.decode(msg.value())
+        except Exception as error:
+            self.rt.collector.dead_letter(self.rt.spec.dlq, msg, error, "decode")
+        else:
+            key = msg.key()
+            record = Record(
+                key.decode() if key else "", value, msg.timestamp()[1], inp.stream, record_id(msg)
+            )
+            self.executor.process(record)
+        self._msg = None
+        inp.consumed(msg)
+
+    def tick(self) -> int:
+        watermark, _ = self.input_watermark()
+        if watermark is not None and watermark > self.executor.input_watermark:
+            self.executor.advance_watermark(watermark)
+        return self.executor.fire_due()
+
+    def low_watermark(self) -> tuple[int, bool]:
+        _, idle = self.input_watermark()
+        return (
+            self.executor.output_watermark(),
+            idle and self.executor.timers.earliest("event") is None,
+        )
+
+    # -- the executor's collector -------------------------------------------------------------
+
+    def produce(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> None:
+        try:
+            payload = self._encoders[stream](value)
+        except Exception as error:
+            self.dead_letter(Record(key, value, timestamp, stream, record_id), error, "encode")
+            return
+        self.rt.collector.send(
+            stream,
+            key.encode(),
+            payload,
+            timestamp=timestamp,
+            headers=[(ID_HEADER, record_id.encode())],
+        )
+
+    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
+        fallback = (record.key.encode(), _json_bytes(record.value), record.timestamp)
+        self.rt.collector.dead_letter(self.rt.spec.dlq, self._msg, error, stage, fallback)
+
+    # -- commit -------------------------------------------------------------------------------
+
+    def prepare_commit(self) -> None:
+        spec, send, p = self.rt.spec, self.rt.collector.send, self.partition
+        self._states = [
+            (key.encode(), self._encode_state(doc) if doc else None)
+            for key, doc in self.executor.state.changes()
+        ]
+        for key, value in self._states:
+            send(spec.changelog, key, value, partition=p)
+        self._timers = [
+            (
+                timer_key(key, tag),
+                None
+                if timer is None
+                else _encode_timer(
+                    {"key": key, "tag": tag, "time": timer.time, "domain": timer.domain}
+                ),
+            )
+            for key, tag, timer in self.executor.timers.changes()
+        ]
+        for key, value in self._timers:
+            send(spec.timers, key, value, partition=p)
+
+    def committed(self) -> None:
+        written = self.rt.collector.written
+        checkpoint = {
+            name: written[(topic, self.partition)] + 1
+            for name, topic in (
+                ("changelog", self.rt.spec.changelog),
+                ("timers", self.rt.spec.timers),
+            )
+            if (topic, self.partition) in written
+        }
+        self.store.apply(self._states, self._timers, checkpoint)
+        self.executor.state.committed()
+        self.executor.timers.committed()
+        self._states, self._timers = [], []
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, default=str).encode()

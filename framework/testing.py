@@ -1,0 +1,245 @@
+"""`Harness`: one computation in process, synchronously, with no broker (CONTRACT.md, "Testing
+without a broker").
+
+It drives the same `Executor` as the Kafka task, with in-memory backends and collector, and
+makes the same round trips the Kafka runtime makes: input and output values through the
+streams' serde, state through the state serde at every commit (each call starts from state as
+a restore from the changelog would see it). So what passes here behaves the same on Kafka.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from framework.api import Record, Timer
+from framework.context import copy_json, production_id
+from framework.executor import Executor
+from framework.pipeline import ComputationSpec, Pipeline
+from framework.serde import decoder_for, encoder_for
+
+
+class DeadLetter(NamedTuple):
+    record: Record
+    error: BaseException
+    stage: str
+
+    def describe(self) -> str:
+        return f"{type(self.error).__name__}: {self.error}"
+
+
+class MemoryStateBackend:
+    """Committed state documents, stored encoded as the changelog would carry them."""
+
+    def __init__(self, schema: str | None) -> None:
+        self._encode = encoder_for(schema)
+        self._decode = decoder_for(schema)
+        self.docs: dict[str, bytes] = {}
+
+    def load(self, key: str) -> dict | None:
+        raw = self.docs.get(key)
+        return None if raw is None else self._decode(raw)
+
+    def apply(self, changes: Iterable[tuple[str, dict | None]]) -> None:
+        for key, doc in changes:
+            if doc is None:
+                self.docs.pop(key, None)
+            else:
+                self.docs[key] = self._encode(doc)
+
+
+class MemoryTimerBackend:
+    """Committed pending timers, as the timer journal would carry them."""
+
+    def __init__(self) -> None:
+        self.timers: dict[tuple[str, str], Timer] = {}
+
+    def load_all(self) -> Iterable[tuple[str, Timer]]:
+        return [(key, timer) for (key, _), timer in self.timers.items()]
+
+    def apply(self, changes: Iterable[tuple[str, str, Timer | None]]) -> None:
+        for key, tag, timer in changes:
+            if timer is None:
+                self.timers.pop((key, tag), None)
+            else:
+                self.timers[(key, tag)] = timer
+
+
+class MemoryCollector:
+    """Productions per stream (values round-tripped through the stream's serde) and dead
+    letters. A value its schema rejects is a dead letter of stage "encode", as on Kafka."""
+
+    def __init__(self, spec: ComputationSpec) -> None:
+        self.outputs: dict[str, list[Record]] = {stream: [] for stream in spec.outputs}
+        self._codecs = {
+            stream: (encoder_for(schema), decoder_for(schema))
+            for stream, schema in spec.outputs.items()
+        }
+        self.dead: list[DeadLetter] = []
+
+    def produce(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> None:
+        encode, decode = self._codecs[stream]
+        try:
+            decoded = decode(encode(value))
+        except Exception as error:
+            self.dead_letter(Record(key, value, timestamp, stream, record_id), error, "encode")
+            return
+        self.outputs[stream].append(Record(key, decoded, timestamp, stream, record_id))
+
+    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
+        self.dead.append(DeadLetter(record, error, stage))
+
+
+class Harness:
+    """Runs computation `computation_name` of `pipeline` in process, one call at a time.
+
+    Every call commits (state and timer changes become the committed baseline), so `state`,
+    a restart (`restart()`) and the next call all see what Kafka would have made durable.
+    The processing-time clock starts at 0 and moves only through `advance_processing_time`.
+    """
+
+    def __init__(self, pipeline: Pipeline, computation_name: str) -> None:
+        self.pipeline = pipeline
+        self.spec = pipeline[computation_name]
+        self._inputs = {i.stream: i for i in self.spec.inputs}
+        self._decoders = {s: decoder_for(pipeline.schema_of(s)) for s in self._inputs}
+        self._encoders = {s: encoder_for(pipeline.schema_of(s)) for s in self._inputs}
+        self._state_backend = MemoryStateBackend(self.spec.state_schema)
+        self._timer_backend = MemoryTimerBackend()
+        self._collector = MemoryCollector(self.spec)
+        self._now = 0
+        self._ids = itertools.count()
+        self.executor = self._new_executor()
+
+    def _new_executor(self) -> Executor:
+        return Executor(
+            self.spec,
+            self._state_backend,
+            self._timer_backend,
+            self._collector,
+            clock=lambda: self._now,
+        )
+
+    # -- driving ------------------------------------------------------------------------------
+
+    def send(
+        self,
+        stream: str,
+        key: str,
+        value: Any,
+        timestamp: int,
+        *,
+        record_id: str | None = None,
+    ) -> None:
+        """Deliver one record of input `stream` (its Kafka key, value and timestamp) and fire
+        whatever is due after it."""
+        inp = self._inputs.get(stream)
+        if inp is None:
+            raise ValueError(
+                f"computation {self.spec.name!r} does not read {stream!r}; "
+                f"its inputs are {sorted(self._inputs)}"
+            )
+        if not isinstance(timestamp, int):
+            raise TypeError(f"timestamp must be int milliseconds, got {type(timestamp).__name__}")
+        value = self._decoders[stream](self._encoders[stream](value))
+        if record_id is None:
+            record_id = production_id("harness", stream, next(self._ids))
+        record = Record(key, value, timestamp, stream, record_id)
+        if inp.key is not None:
+            try:
+                routed = inp.key(record)
+                if not isinstance(routed, str):
+                    raise TypeError(
+                        f"key extractor {inp.key!r} returned {type(routed).__name__}, not str"
+                    )
+            except Exception as error:
+                self._collector.dead_letter(record, error, "key")
+                self._commit()
+                return
+            record = Record(routed, value, timestamp, stream, record_id)
+        self.executor.process(record)
+        self.executor.fire_due()
+        self._commit()
+
+    def advance_watermark(self, ms: int) -> int:
+        """Raise the input low watermark to `ms` (never lowers it) and fire the due timers in
+        time order; returns how many fired."""
+        fired = self.executor.advance_watermark(ms)
+        self._commit()
+        return fired
+
+    def advance_processing_time(self, ms: int) -> int:
+        """Set the processing-time clock to `ms` and fire the due timers; returns how many."""
+        if ms < self._now:
+            raise ValueError(f"processing time cannot go back from {self._now} to {ms}")
+        self._now = ms
+        fired = self.executor.fire_due()
+        self._commit()
+        return fired
+
+    def restart(self) -> None:
+        """Drop the executor and build a new one from the committed state and timers, as a
+        process restart would; the input watermark is carried over (the runtime restores it
+        from the watermark channels)."""
+        watermark = self.executor.input_watermark
+        late = self.executor.late_records
+        self.executor = self._new_executor()
+        self.executor.input_watermark = watermark
+        self.executor.late_records = late
+
+    # -- looking ------------------------------------------------------------------------------
+
+    def outputs(self, stream: str) -> list[Record]:
+        """The records produced on `stream`, in production order."""
+        if stream not in self._collector.outputs:
+            raise ValueError(
+                f"computation {self.spec.name!r} does not write {stream!r}; "
+                f"its outputs are {sorted(self._collector.outputs)}"
+            )
+        return list(self._collector.outputs[stream])
+
+    def state(self, key: str) -> dict:
+        """A copy of `key`'s state ({} if it has none)."""
+        doc = self.executor.state.peek(key)
+        return copy_json(doc) if doc else {}
+
+    def timers(self, key: str | None = None) -> list[tuple[str, Timer]]:
+        """Pending timers (of `key`, or all), sorted by time, key and tag."""
+        pending = [(k, t) for k, t in self.executor.timers.pending() if key is None or k == key]
+        return sorted(pending, key=lambda kt: (kt[1].time, kt[0], kt[1].tag))
+
+    def dead_letters(self) -> list[tuple[Record, str]]:
+        """Failed records with their error, "Type: message"."""
+        return [(d.record, d.describe()) for d in self._collector.dead]
+
+    def dead_letter_details(self) -> list[DeadLetter]:
+        """Failed records with the exception and the stage it failed in."""
+        return list(self._collector.dead)
+
+    @property
+    def late_records(self) -> int:
+        return self.executor.late_records
+
+    @property
+    def watermark(self) -> int:
+        """The input low watermark."""
+        return self.executor.input_watermark
+
+    def output_watermark(self) -> int:
+        """The low watermark this computation would publish for its outputs."""
+        return self.executor.output_watermark()
+
+    @property
+    def processing_time(self) -> int:
+        return self._now
+
+    # -- commit -------------------------------------------------------------------------------
+
+    def _commit(self) -> None:
+        executor = self.executor
+        self._state_backend.apply(executor.state.changes())
+        self._timer_backend.apply(executor.timers.changes())
+        executor.state.committed()
+        executor.timers.committed()
+        executor.state.evict_clean()

@@ -1,0 +1,171 @@
+"""Fixtures shared by every suite: a Kafka broker for the session, unique names, topics.
+
+`kafka` is a bootstrap address. Where it comes from (`choose_broker`): `LOGWHEEL_BOOTSTRAP` if
+set; else a testcontainers Kafka when a Docker engine answers; else the embedded broker of
+framework/broker.py in its own directory (.logwheel/test-broker, own port), so a developer's
+broker is never touched. `LOGWHEEL_TEST_BROKER=embedded|docker` forces the choice.
+
+The embedded test broker starts with an empty log at the first session that needs it and is
+stopped by the last session still using it (sessions of several developers or terminals may
+overlap), unless LOGWHEEL_KEEP_TEST_BROKER=1. A broker started by hand is left running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TEST_BROKER_DIR = REPO / ".logwheel" / "test-broker"
+DOCKER_IMAGE = "confluentinc/cp-kafka:7.9.0"  # testcontainers' KafkaContainer expects cp-kafka
+
+
+def choose_broker(env: Mapping[str, str], docker_available: Callable[[], bool]) -> str:
+    """Which broker the session uses: "env", "docker" or "embedded" (see the module doc)."""
+    if env.get("LOGWHEEL_BOOTSTRAP"):
+        return "env"
+    forced = env.get("LOGWHEEL_TEST_BROKER", "")
+    if forced in ("docker", "embedded"):
+        return forced
+    return "docker" if docker_available() else "embedded"
+
+
+def docker_available(timeout: float = 3.0) -> bool:
+    """Whether a Docker engine answers a ping (the client alone is not enough)."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=timeout)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+def unique_topic(prefix: str = "t") -> str:
+    """A topic (or group, or pipeline) name no other test, run or session uses."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def create_topics(
+    bootstrap: str,
+    names: list[str],
+    partitions: int = 1,
+    config: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+) -> None:
+    """Create topics and wait until every partition has a leader (auto-creation is off)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [NewTopic(n, partitions, 1, config=dict(config or {})) for n in names]
+    for future in admin.create_topics(topics, request_timeout=timeout).values():
+        future.result()
+    deadline = time.monotonic() + timeout
+    while True:
+        metadata = admin.list_topics(timeout=timeout).topics
+        ready = [
+            n
+            for n in names
+            if n in metadata
+            and len(metadata[n].partitions) == partitions
+            and all(p.leader >= 0 for p in metadata[n].partitions.values())
+        ]
+        if len(ready) == len(names):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topics {sorted(set(names) - set(ready))} have no leaders yet")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[str]:
+    """The bootstrap address of the session's broker."""
+    choice = choose_broker(os.environ, docker_available)
+    if choice == "env":
+        yield os.environ["LOGWHEEL_BOOTSTRAP"]
+    elif choice == "docker":
+        with _container() as bootstrap:
+            yield bootstrap
+    else:
+        with _embedded(TEST_BROKER_DIR) as bootstrap:
+            yield bootstrap
+
+
+@pytest.fixture
+def unique() -> Callable[[str], str]:
+    """`unique("orders")` -> a fresh name such as "orders-1f0c9a2b3d4e"."""
+    return unique_topic
+
+
+@pytest.fixture
+def create_topic(kafka: str, unique: Callable[[str], str]) -> Callable[..., str]:
+    """`create_topic(name=None, partitions=1, config=None, prefix="t")` -> the topic's name."""
+
+    def create(
+        name: str | None = None,
+        partitions: int = 1,
+        config: Mapping[str, str] | None = None,
+        prefix: str = "t",
+    ) -> str:
+        name = name or unique(prefix)
+        create_topics(kafka, [name], partitions, config)
+        return name
+
+    return create
+
+
+@contextmanager
+def _container() -> Iterator[str]:
+    from testcontainers.community.kafka import KafkaContainer
+
+    from framework.broker import SINGLE_NODE_SETTINGS
+
+    container = KafkaContainer(DOCKER_IMAGE).with_kraft()
+    for key, value in SINGLE_NODE_SETTINGS.items():
+        container.with_env("KAFKA_" + key.upper().replace(".", "_"), value)
+    with container:
+        yield container.get_bootstrap_server()
+
+
+@contextmanager
+def _embedded(home: Path) -> Iterator[str]:
+    """The shared embedded test broker, with a lease per session (a file named by its pid)."""
+    from framework.broker import Broker, _alive
+
+    broker = Broker(home)
+    leases, marker = broker.home / "leases", broker.home / "started-by-tests"
+    leases.mkdir(parents=True, exist_ok=True)
+    lease = leases / str(os.getpid())
+    lease.touch()
+    try:
+        with broker.lock():
+            if broker.status() is None:
+                shutil.rmtree(broker.data_dir, ignore_errors=True)  # each run starts empty
+            started = broker.start(port=0)
+            if started.started:
+                marker.touch()
+    except BaseException:
+        lease.unlink(missing_ok=True)
+        raise
+    try:
+        yield started.bootstrap
+    finally:
+        lease.unlink(missing_ok=True)
+        with broker.lock():
+            others = [p for p in leases.iterdir() if p.name.isdigit() and _alive(int(p.name))]
+            for stale in set(leases.iterdir()) - set(others):
+                stale.unlink(missing_ok=True)
+            keep = os.environ.get("LOGWHEEL_KEEP_TEST_BROKER") == "1"
+            if not others and marker.exists() and not keep:
+                broker.stop()
+                marker.unlink(missing_ok=True)

@@ -1,0 +1,228 @@
+"""Helpers for tests that run real `logwheel run` processes against a real broker."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def write_job(directory: Path, module: str, source: str) -> str:
+    """Write a job module into `directory` (put on PYTHONPATH by `Job`); returns its name."""
+    (directory / f"{module}.py").write_text(source)
+    return module
+
+
+class Job:
+    """A `logwheel run` process: started, killed, stopped and resumed for real."""
+
+    def __init__(
+        self,
+        ref: str,
+        *,
+        bootstrap: str,
+        state_dir: Path,
+        path: Path,
+        computations: Iterable[str] = (),
+        log: Path | None = None,
+    ) -> None:
+        self.args = [sys.executable, "-m", "framework.cli", "run", ref, "--bootstrap", bootstrap]
+        self.args += ["--state-dir", str(state_dir)]
+        for name in computations:
+            self.args += ["--computation", name]
+        self.env = {**os.environ, "PYTHONPATH": f"{path}{os.pathsep}{REPO}"}
+        self.log = log or state_dir.with_suffix(".log")
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> Job:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        out = open(self.log, "ab")  # noqa: SIM115 - handed to the child
+        self.proc = subprocess.Popen(self.args, env=self.env, stdout=out, stderr=out, cwd=REPO)
+        out.close()
+        return self
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        self.signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    def stop(self, timeout: float = 60) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return -9
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def produce(
+    bootstrap: str, topic: str, records: Iterable[tuple[str | None, object, int | None]]
+) -> int:
+    """Produce (key, JSON value, timestamp) records; returns how many."""
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
+    n = 0
+    for key, value, ts in records:
+        kwargs = {} if ts is None else {"timestamp": ts}
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    json.dumps(value).encode(),
+                    None if key is None else key.encode(),
+                    **kwargs,
+                )
+                break
+            except BufferError:
+                producer.poll(0.1)
+        n += 1
+    producer.flush(60)
+    return n
+
+
+def read_topic(
+    bootstrap: str,
+    topic: str,
+    *,
+    expect: int | None = None,
+    timeout: float = 60,
+    idle: float = 3.0,
+    committed: bool = True,
+) -> list:
+    """Every record of `topic` from the start (read_committed unless `committed=False`):
+    until `expect` records, or until nothing new came for `idle` seconds, or `timeout`."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique_name("reader"),
+            "isolation.level": "read_committed" if committed else "read_uncommitted",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        }
+    )
+    meta = consumer.list_topics(topic, timeout=30).topics[topic]
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions])
+    records, deadline, last = [], time.monotonic() + timeout, time.monotonic()
+    try:
+        while time.monotonic() < deadline:
+            if expect is not None and len(records) >= expect:
+                break
+            if expect is None and time.monotonic() - last > idle:
+                break
+            for msg in consumer.consume(1000, 0.2):
+                if msg.error() is None:
+                    records.append(msg)
+                    last = time.monotonic()
+                elif msg.error().code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(msg.error())
+    finally:
+        consumer.close()
+    return records
+
+
+def wait_for(predicate, timeout: float = 60, interval: float = 0.2, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Wordcount:
+    """The wordcount job under a unique name, with its input and the truth to check against."""
+
+    VOCABULARY = [f"w{i}" for i in range(200)]
+
+    def __init__(self, bootstrap: str, tmp: Path, guarantee: str = "exactly_once") -> None:
+        from framework.topics import create_topics
+        from jobs.wordcount import build
+
+        self.bootstrap, self.tmp = bootstrap, tmp
+        self.name = unique_name("wc")
+        self.prefix = f"{self.name}-"
+        self.pipeline = build(self.name, prefix=self.prefix, guarantee=guarantee)
+        self.module = write_job(
+            tmp,
+            self.name.replace("-", "_"),
+            "from jobs.wordcount import build\n"
+            f"pipeline = build({self.name!r}, prefix={self.prefix!r}, guarantee={guarantee!r})\n",
+        )
+        create_topics(bootstrap, self.pipeline)
+        self.lines_topic = f"{self.prefix}lines"
+        self.counts_topic = f"{self.prefix}word-counts"
+        self.words: dict[str, int] = {}
+        self.sent = 0
+
+    def job(self, instance: str = "a", **kwargs) -> Job:
+        return Job(
+            f"{self.module}:pipeline",
+            bootstrap=self.bootstrap,
+            state_dir=self.tmp / f"state-{instance}",
+            path=self.tmp,
+            **kwargs,
+        )
+
+    def send_lines(self, n: int, seed: int = 0) -> None:
+        import random
+
+        rng = random.Random(seed + self.sent)
+        batch = []
+        for i in range(self.sent, self.sent + n):
+            words = [rng.choice(self.VOCABULARY) for _ in range(rng.randint(1, 5))]
+            for w in words:
+                self.words[w] = self.words.get(w, 0) + 1
+            batch.append((str(i), {"line": " ".join(words)}, None))
+        self.sent += n
+        produce(self.bootstrap, self.lines_topic, batch)
+
+    def total(self) -> int:
+        return sum(self.words.values())
+
+    def read_counts(self, timeout: float = 120) -> list[tuple[str, int]]:
+        from framework.serde import decoder_for
+
+        decode = decoder_for("wordcount.WordCount")
+        msgs = read_topic(self.bootstrap, self.counts_topic, expect=self.total(), timeout=timeout)
+        # a short extra read catches duplicates that would come after the expected total
+        extra = read_topic(self.bootstrap, self.counts_topic, timeout=10, idle=2)
+        msgs = extra if len(extra) > len(msgs) else msgs
+        return [(v["word"], v["count"]) for v in (decode(m.value()) for m in msgs)]
+
+    def check_exact(self, counts: list[tuple[str, int]]) -> None:
+        """Per word, the updates are exactly 1, 2, ..., n: no duplicate, none missing."""
+        seen: dict[str, list[int]] = {}
+        for word, count in counts:
+            seen.setdefault(word, []).append(count)
+        assert set(seen) == set(self.words), "words missing or invented"
+        for word, n in self.words.items():
+            assert sorted(seen[word]) == list(range(1, n + 1)), (
+                f"{word}: expected updates 1..{n}, got {len(seen[word])} "
+                f"(max {max(seen[word])}, duplicates {len(seen[word]) - len(set(seen[word]))})"
+            )

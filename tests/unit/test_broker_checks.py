@@ -1,0 +1,145 @@
+"""The embedded broker's decisions that need no JVM: ports, config, environment checks."""
+
+import json
+import socket
+import stat
+
+import pytest
+
+from framework import broker as broker_mod
+from framework.broker import Broker, BrokerError
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOGWHEEL_BROKER_PORT", raising=False)
+    return tmp_path / "broker"
+
+
+@pytest.fixture
+def taken_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def _choose(home, wanted=None):
+    broker = Broker(home)
+    broker.home.mkdir(parents=True, exist_ok=True)
+    return broker._choose_ports(wanted)
+
+
+def test_ports_are_persisted_and_reused(home):
+    first = _choose(home, 0)
+    assert json.loads((home / "ports.json").read_text()) == first
+    assert _choose(home) == first
+    assert _choose(home, 0) == first
+    assert first["port"] != first["controller_port"]
+
+
+def test_env_port_is_used(home, monkeypatch):
+    free = broker_mod._any_free_port()
+    monkeypatch.setenv("LOGWHEEL_BROKER_PORT", str(free))
+    assert _choose(home)["port"] == free
+
+
+def test_a_taken_port_that_was_asked_for_fails_with_the_fix(home, taken_port):
+    with pytest.raises(BrokerError, match="taken by another program.*LOGWHEEL_BROKER_PORT"):
+        _choose(home, taken_port)
+
+
+def test_a_taken_saved_port_fails_but_test_brokers_move_on(home, taken_port):
+    home.mkdir(parents=True)
+    (home / "ports.json").write_text(json.dumps({"port": taken_port, "controller_port": 1}))
+    with pytest.raises(BrokerError, match="saved in"):
+        _choose(home)
+    assert _choose(home, 0)["port"] != taken_port
+
+
+def test_bad_env_port_is_named(home, monkeypatch):
+    monkeypatch.setenv("LOGWHEEL_BROKER_PORT", "nine")
+    with pytest.raises(BrokerError, match="LOGWHEEL_BROKER_PORT"):
+        _choose(home)
+
+
+def test_config_is_kraft_single_node_on_loopback(home):
+    broker = Broker(home)
+    broker.home.mkdir(parents=True)
+    broker._write_config({"port": 19092, "controller_port": 19093})
+    lines = broker.config_file.read_text().splitlines()
+    config = dict(line.split("=", 1) for line in lines if "=" in line)
+    assert config["process.roles"] == "broker,controller"
+    assert config["advertised.listeners"] == "PLAINTEXT://127.0.0.1:19092"
+    assert config["controller.quorum.voters"] == "1@127.0.0.1:19093"
+    assert config["auto.create.topics.enable"] == "false"
+    assert config["transaction.state.log.min.isr"] == "1"
+    assert config["log.dirs"] == str(broker.data_dir)
+
+
+def test_cluster_ids_look_like_kafka_uuids():
+    for _ in range(200):
+        cid = broker_mod._cluster_id()
+        assert len(cid) == 22 and not cid.startswith("-") and "=" not in cid
+
+
+def _fake_java(tmp_path, version_line):
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text(f"#!/bin/sh\necho '{version_line}' >&2\n")
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+    return java.parent
+
+
+def test_java_8_is_refused_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(_fake_java(tmp_path, 'java version "1.8.0_292"')))
+    with pytest.raises(BrokerError, match=r"Java 8; .*install Java 17\+"):
+        broker_mod._java()
+
+
+def test_java_21_is_accepted(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(_fake_java(tmp_path, 'openjdk version "21.0.2" 2024-01-16')))
+    assert broker_mod._java().endswith("/java")
+
+
+def test_no_java_names_the_package(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(BrokerError, match="apt-get install openjdk-17-jre-headless"):
+        broker_mod._java()
+
+
+def test_missing_jars_name_make_jars(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOGWHEEL_KAFKA_JARS", str(tmp_path))
+    with pytest.raises(BrokerError, match="make jars"):
+        broker_mod._jars()
+
+
+def test_stale_pid_file_is_removed_and_said(home):
+    broker = Broker(home)
+    broker.home.mkdir(parents=True)
+    broker.pid_file.write_text("999999999\n")
+    said = []
+    assert broker.running_pid(said.append) is None
+    assert not broker.pid_file.exists()
+    assert "stale pid file" in said[0]
+
+
+def test_a_live_pid_of_another_program_is_not_ours(home):
+    import os
+
+    broker = Broker(home)
+    broker.home.mkdir(parents=True)
+    broker.pid_file.write_text(f"{os.getpid()}\n")
+    said = []
+    assert broker.running_pid(said.append) is None
+    assert "another program" in said[0]
+    assert broker.stop() is None  # and stop never signals it
+
+
+def test_bootstrap_resolution_prefers_flag_then_env(monkeypatch):
+    monkeypatch.setenv("LOGWHEEL_BOOTSTRAP", "env:9092")
+    assert broker_mod.bootstrap_from("flag:9092") == "flag:9092"
+    assert broker_mod.bootstrap_from(None) == "env:9092"
+    monkeypatch.delenv("LOGWHEEL_BOOTSTRAP")
+    monkeypatch.setattr(broker_mod, "ensure_running", lambda: "embedded:1")
+    assert broker_mod.bootstrap_from(None) == "embedded:1"

@@ -1,0 +1,68 @@
+"""Which broker the `kafka` fixture picks, and the helpers it gives tests."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+
+def _load_conftest():
+    """tests/conftest.py as a plain module (pytest's own copy is not importable by name in
+    every import mode)."""
+    path = Path(__file__).resolve().parents[1] / "conftest.py"
+    spec = importlib.util.spec_from_file_location("logwheel_tests_conftest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+conftest = _load_conftest()
+
+
+def _docker(answer: bool):
+    calls = []
+
+    def available() -> bool:
+        calls.append(1)
+        return answer
+
+    return available, calls
+
+
+def test_env_bootstrap_wins_and_docker_is_not_asked():
+    available, calls = _docker(True)
+    choice = conftest.choose_broker({"LOGWHEEL_BOOTSTRAP": "kafka:9092"}, available)
+    assert choice == "env"
+    assert calls == []
+
+
+def test_docker_when_an_engine_answers():
+    available, _ = _docker(True)
+    assert conftest.choose_broker({}, available) == "docker"
+
+
+def test_embedded_when_no_engine_answers():
+    available, _ = _docker(False)
+    assert conftest.choose_broker({}, available) == "embedded"
+
+
+def test_empty_bootstrap_counts_as_unset():
+    available, _ = _docker(False)
+    assert conftest.choose_broker({"LOGWHEEL_BOOTSTRAP": ""}, available) == "embedded"
+
+
+@pytest.mark.parametrize("forced", ["docker", "embedded"])
+def test_choice_can_be_forced(forced):
+    available, calls = _docker(forced != "docker")
+    assert conftest.choose_broker({"LOGWHEEL_TEST_BROKER": forced}, available) == forced
+    assert calls == []
+
+
+def test_docker_probe_answers_with_a_bool():
+    assert conftest.docker_available(timeout=2.0) in (True, False)
+
+
+def test_unique_topic_names_are_valid_and_distinct():
+    names = {conftest.unique_topic("orders") for _ in range(1000)}
+    assert len(names) == 1000
+    assert all(n.startswith("orders-") and len(n) == len("orders-") + 12 for n in names)

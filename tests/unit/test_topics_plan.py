@@ -1,0 +1,131 @@
+"""The topic plan of a pipeline (CONTRACT.md, "Topics"), without a broker."""
+
+from __future__ import annotations
+
+import pytest
+
+from framework.api import Computation
+from framework.pipeline import (
+    BoundedOutOfOrderness,
+    InjectorWatermark,
+    Pipeline,
+    PipelineError,
+    key_by,
+)
+from framework.topics import COMPACT, TopicSpec, check_existing, pipeline_topics
+
+
+class Noop(Computation):
+    def process_record(self, ctx, record):
+        pass
+
+
+def zeitgeist(partitions: int = 4) -> Pipeline:
+    p = Pipeline("zg", partitions=partitions)
+    p.source("queries", schema="zeitgeist.SearchQuery", watermark=InjectorWatermark("gen", 2))
+    p.source("clicks", watermark=BoundedOutOfOrderness(ms=1000))
+    p.computation(
+        "counter",
+        Noop,
+        inputs={"queries": key_by("query"), "clicks": None},
+        outputs={"window-counts": "zeitgeist.WindowCount"},
+    )
+    p.computation(
+        "model",
+        Noop,
+        inputs={"window-counts": None},
+        outputs={"anomalies": "zeitgeist.Anomaly"},
+        partitions=8,
+    )
+    return p
+
+
+def by_name(plan: list[TopicSpec]) -> dict[str, TopicSpec]:
+    return {t.name: t for t in plan}
+
+
+def test_every_topic_of_the_contract_is_planned():
+    plan = by_name(pipeline_topics(zeitgeist()))
+    assert sorted(plan) == sorted(
+        [
+            "queries",
+            "clicks",
+            "window-counts",
+            "anomalies",
+            "zg.counter.changelog",
+            "zg.counter.timers",
+            "zg.counter.watermarks",
+            "zg.counter.queries.by-key",
+            "zg.counter.dlq",
+            "zg.model.changelog",
+            "zg.model.timers",
+            "zg.model.watermarks",
+            "zg.model.dlq",
+            "zg.gen.watermarks",
+        ]
+    )
+
+
+def test_policies():
+    plan = by_name(pipeline_topics(zeitgeist()))
+    for name in ["queries", "clicks", "window-counts", "anomalies", "zg.counter.queries.by-key"]:
+        assert plan[name].config["cleanup.policy"] == "delete", name
+    for name in [
+        "zg.counter.changelog",
+        "zg.counter.timers",
+        "zg.counter.watermarks",
+        "zg.model.changelog",
+        "zg.gen.watermarks",
+    ]:
+        assert plan[name].config == dict(COMPACT), name
+        assert plan[name].config["min.compaction.lag.ms"] == "0"
+        assert plan[name].compacted
+    assert plan["zg.counter.dlq"].config["cleanup.policy"] == "delete"
+    assert plan["zg.counter.dlq"].partitions == 1
+
+
+def test_partitions():
+    plan = by_name(pipeline_topics(zeitgeist()))
+    counts = {name: t.partitions for name, t in plan.items()}
+    assert counts["zg.counter.changelog"] == counts["zg.counter.timers"] == 4
+    assert counts["zg.counter.queries.by-key"] == 4
+    assert counts["zg.model.changelog"] == counts["zg.model.timers"] == 8
+    assert counts["zg.counter.watermarks"] == counts["zg.gen.watermarks"] == 1
+    # read by Kafka key: co-partitioned with the reader's state, exactly
+    assert counts["clicks"] == 4 and plan["clicks"].exact
+    assert counts["window-counts"] == 8 and plan["window-counts"].exact
+    # re-keyed or unread: any count works; created with the writers' (or the default)
+    assert counts["queries"] == 4 and not plan["queries"].exact
+    assert counts["anomalies"] == 8 and not plan["anomalies"].exact
+
+
+def test_direct_readers_must_agree_on_partitions():
+    p = zeitgeist()
+    p.computation("other", Noop, inputs={"window-counts": None}, partitions=2)
+    with pytest.raises(PipelineError, match="window-counts.*partitions"):
+        pipeline_topics(p)
+
+
+def test_a_stream_named_like_an_internal_topic_is_refused():
+    p = Pipeline("zg")
+    p.source("in")
+    p.computation("c", Noop, inputs={"in": None}, outputs={"zg.c.dlq": None})
+    with pytest.raises(PipelineError, match=r"zg\.c\.dlq.*planned twice"):
+        pipeline_topics(p)
+
+
+def test_existing_topics_that_cannot_serve_name_the_fix():
+    plan = by_name(pipeline_topics(zeitgeist()))
+    assert check_existing(plan["queries"], 1, None) is None  # re-keyed: any count
+    assert check_existing(plan["zg.counter.dlq"], 3, None) is None
+    assert check_existing(plan["zg.counter.changelog"], 4, "compact") is None
+    assert check_existing(plan["zg.counter.changelog"], 4, "compact,delete") is None
+
+    fewer = check_existing(plan["zg.counter.changelog"], 2, "compact")
+    assert "has 2 partitions" in fewer and "partitions=2" in fewer
+    more = check_existing(plan["clicks"], 6, None)
+    assert "'counter'" in more and "partitions=6" in more and "key_by" in more
+    channel = check_existing(plan["zg.gen.watermarks"], 3, "compact")
+    assert "exactly 1" in channel and "--delete --topic zg.gen.watermarks" in channel
+    deleting = check_existing(plan["zg.counter.timers"], 4, "delete")
+    assert "cleanup.policy=delete" in deleting and "cleanup.policy=compact" in deleting
