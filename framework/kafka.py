@@ -47,10 +47,14 @@ def consumer_config(
     bootstrap: str,
     *,
     group: str | None = None,
+    instance: str | None = None,
     assignor: str = "cooperative-sticky",
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """read_committed consumer that never commits by itself: commits belong to the runner."""
+    """read_committed consumer that never commits by itself: commits belong to the runner.
+
+    `instance` makes the member static (KIP-345): a restarted process takes its partitions
+    back at once instead of waiting out its killed predecessor's session."""
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "isolation.level": "read_committed",
@@ -73,5 +77,7 @@ def consumer_config(
                 "max.poll.interval.ms": 120_000,
             }
         )
+        if instance is not None:
+            config["group.instance.id"] = instance
     config.update(extra or {})
     return config

@@ -131,7 +131,8 @@ class Generation:
         spec, bootstrap, extra = runner.spec, runner.bootstrap, runner.kafka
         self.spec = spec
         self.eos = spec.exactly_once
-        txn_id = f"{spec.group}.{instance}" if self.eos else None
+        instance = f"{spec.group}.{instance}"
+        txn_id = instance if self.eos else None
         self.collector = Collector(producer_config(bootstrap, transactional_id=txn_id, extra=extra))
         self.producer = self.collector.producer
         if self.eos:
@@ -144,7 +145,9 @@ class Generation:
         # Range co-locates partition p of every stateful input; with one, cooperative is better.
         assignor = "cooperative-sticky" if len(stateful) == 1 else "range"
         self.consumer = Consumer(
-            consumer_config(bootstrap, group=spec.group, assignor=assignor, extra=extra)
+            consumer_config(
+                bootstrap, group=spec.group, instance=instance, assignor=assignor, extra=extra
+            )
         )
         self.repartitioned = {i.stream: i for i in spec.inputs if i.key is not None}
         self.channels.follow(self._channels())

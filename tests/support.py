@@ -47,9 +47,11 @@ class Job:
         self.env = {**os.environ, "PYTHONPATH": f"{path}{os.pathsep}{REPO}"}
         self.log = log or state_dir.with_suffix(".log")
         self.proc: subprocess.Popen | None = None
+        self.log_start = 0
 
     def start(self) -> Job:
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.log_start = self.log.stat().st_size if self.log.exists() else 0
         out = open(self.log, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(self.args, env=self.env, stdout=out, stderr=out, cwd=REPO)
         out.close()
@@ -77,8 +79,12 @@ class Job:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def output(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
+    def output(self, *, this_start: bool = False) -> str:
+        """What the job printed (since its latest start, if `this_start`)."""
+        if not self.log.exists():
+            return ""
+        raw = self.log.read_bytes()
+        return raw[self.log_start if this_start else 0 :].decode(errors="replace")
 
 
 def produce(
