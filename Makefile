@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 .PHONY: help venv jars test demo chaos bench lint broker broker-stop
 
 help:
-	@echo "make demo         start the embedded Kafka broker and show a transactional round trip"
+	@echo "make demo         Zeitgeist on the embedded broker: planted spike and dip found, nothing else"
 	@echo "make test         every test suite (unit, integration on a real broker, chaos reduced)"
 	@echo "make chaos        the chaos suite at full size (LOGWHEEL_CHAOS_FULL=1)"
 	@echo "make bench        the benchmarks"
@@ -40,7 +40,7 @@ test: venv jars
 
 demo: venv jars
 	$(PY) -m framework.cli broker start
-	$(PY) ops/demo_roundtrip.py
+	$(PY) -m jobs.zeitgeist.demo
 
 chaos: venv jars
 	LOGWHEEL_CHAOS_FULL=1 $(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) tests/chaos

@@ -106,7 +106,11 @@ class Task:
         self.published = max(self.published, watermark)
         written = self.rt.collector.written
         offsets = {tp: o for tp, o in written.items() if tp[0] in self.outputs}
-        return Mark(self.producer, self.published, idle, offsets)
+        return Mark(self.producer, self.published, idle, offsets, self.observed())
+
+    def observed(self) -> int:
+        """The input low watermark this task's hooks have seen."""
+        return MIN_TIME
 
     def resume(self, previous: Mark | None) -> None:
         """Continue from the last mark a previous owner of this task published."""
@@ -220,6 +224,14 @@ class KeyedTask(Task):
         if watermark is not None and watermark > self.executor.input_watermark:
             self.executor.advance_watermark(watermark)
         return self.executor.fire_due()
+
+    def observed(self) -> int:
+        return self.executor.input_watermark
+
+    def resume(self, previous: Mark | None) -> None:
+        super().resume(previous)
+        if previous is not None:
+            self.executor.advance_watermark(previous.input_watermark)
 
     def low_watermark(self) -> tuple[int, bool]:
         _, idle = self.input_watermark()

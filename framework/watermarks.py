@@ -10,6 +10,7 @@ the minimum over every expected producer; none is known until each has reported.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -17,9 +18,11 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from framework.api import MIN_TIME
 from framework.pipeline import BoundedOutOfOrderness, InjectorWatermark, Pipeline
 from framework.serde import decoder_for, encoder_for
 
+log = logging.getLogger(__name__)
 WATERMARK_SCHEMA = "logwheel.Watermark"
 Offsets = dict[tuple[str, int], int]
 
@@ -32,6 +35,7 @@ class Mark:
     watermark: int
     idle: bool
     offsets: Offsets
+    input_watermark: int = MIN_TIME
 
 
 def encode_mark(mark: Mark) -> bytes:
@@ -40,6 +44,7 @@ def encode_mark(mark: Mark) -> bytes:
             "producer": mark.producer,
             "watermark": mark.watermark,
             "idle": mark.idle,
+            "input_watermark": mark.input_watermark,
             "offsets": [
                 {"topic": t, "partition": p, "offset": o} for (t, p), o in mark.offsets.items()
             ],
@@ -50,7 +55,7 @@ def encode_mark(mark: Mark) -> bytes:
 def decode_mark(raw: bytes) -> Mark:
     v = _decode(raw)
     offsets = {(o["topic"], o["partition"]): o["offset"] for o in v["offsets"]}
-    return Mark(v["producer"], v["watermark"], v["idle"], offsets)
+    return Mark(v["producer"], v["watermark"], v["idle"], offsets, v["input_watermark"])
 
 
 _encode = encoder_for(WATERMARK_SCHEMA)
@@ -212,6 +217,7 @@ class WatermarkChannels:
     def __init__(self, config: dict) -> None:
         self._consumer = Consumer(config)
         self._topics: set[str] = set()
+        self._at_end: dict[str, bool] = {}
         self._latest: dict[str, Mark] = {}
         self._listeners: dict[str, list[Published]] = {}
 
@@ -222,35 +228,27 @@ class WatermarkChannels:
             self._consumer.incremental_assign([TopicPartition(t, 0, OFFSET_BEGINNING) for t in new])
 
     def catch_up(self, timeout: float = 30.0) -> None:
-        """Read every followed channel to its current end (so a task taking over a partition
-        continues from its previous owner's last mark)."""
-        ends = {}
-        for topic in self._topics:
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-            ends[topic] = high
+        """Read every followed channel to its end (its last stable offset: an injector's open
+        transaction is not waited for), so a task taking over a partition continues from its
+        previous owner's last mark."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            positions = {
-                tp.topic: tp.offset
-                for tp in self._consumer.position([TopicPartition(t, 0) for t in ends])
-            }
-            behind = [t for t, end in ends.items() if positions.get(t, -1) < end]
-            if not behind:
+        while not all(self._at_end.get(t) for t in self._topics):
+            if time.monotonic() > deadline:
+                log.warning("watermark channels not read to their end in %.0fs", timeout)
                 return
-            if self._poll(0.05, eof_topics=set(behind)) >= len(behind):
-                return
+            self._poll(0.05)
 
     def poll(self) -> None:
         self._poll(0)
 
-    def _poll(self, timeout: float, eof_topics: set[str] | None = None) -> int:
-        eofs = 0
+    def _poll(self, timeout: float) -> None:
         for msg in self._consumer.consume(1000, timeout):
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
-                    eofs += eof_topics is not None and msg.topic() in eof_topics
+                    self._at_end[msg.topic()] = True
                 continue
+            self._at_end[msg.topic()] = False
             if msg.value() is None:
                 continue
             mark = decode_mark(msg.value())
@@ -258,7 +256,6 @@ class WatermarkChannels:
             self._latest[name] = mark
             for listener in self._listeners.get(name, ()):
                 listener.offer(mark)
-        return eofs
 
     def latest(self, channel: str, producer: str) -> Mark | None:
         return self._latest.get(f"{channel}|{producer}")

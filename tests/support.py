@@ -232,3 +232,27 @@ class Wordcount:
                 f"{word}: expected updates 1..{n}, got {len(seen[word])} "
                 f"(max {max(seen[word])}, duplicates {len(seen[word]) - len(set(seen[word]))})"
             )
+
+
+def import_job(directory: Path, module: str):
+    """Import a job module written by `write_job`, so the test uses the very pipeline object
+    the `logwheel run` process imports (for injectors, topic names and decoding)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(module, directory / f"{module}.py")
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    return job
+
+
+def read_marks(bootstrap: str, channel: str, **kwargs) -> list:
+    """Every committed mark (`framework.watermarks.Mark`) on a watermark channel, in order."""
+    from framework.watermarks import decode_mark
+
+    msgs = read_topic(bootstrap, channel, **kwargs)
+    return [decode_mark(m.value()) for m in sorted(msgs, key=lambda m: m.offset()) if m.value()]
+
+
+def json_values(msgs: list) -> list:
+    """The JSON values of records read with `read_topic`."""
+    return [json.loads(m.value()) for m in msgs]

@@ -52,6 +52,7 @@ SAMPLES = {
         "producer": "by-key/words/1",
         "watermark": 1_700_000_000_000,
         "idle": False,
+        "input_watermark": 1_700_000_000_500,
         "offsets": [{"topic": "words", "partition": 3, "offset": 17}],
         "generation": 2,
         "sequence": 9,

@@ -1,0 +1,47 @@
+"""Zeitgeist, MillWheel's motivating pipeline: spikes and dips in search-query traffic.
+
+    query-generator ─▶ queries ─▶ window-counter ─▶ window-counts ─▶ model ─▶ models ─┬▶ spike-detector
+      (injector)                  (key: query)                                        └▶ dip-detector
+                                                                                        ─▶ anomalies
+
+Run it with `logwheel run jobs.zeitgeist:pipeline`, feed it with
+`python -m jobs.zeitgeist.inject`, or see both with `make demo`.
+"""
+
+from framework import InjectorWatermark, Pipeline
+from jobs.zeitgeist.computations import (
+    DipDetector,
+    ModelCalculator,
+    SpikeDetector,
+    WindowCounter,
+    query_key,
+)
+
+INJECTOR = "query-generator"
+
+pipeline = Pipeline("zeitgeist")
+pipeline.source("queries", schema="zeitgeist.SearchQuery", watermark=InjectorWatermark(INJECTOR))
+pipeline.computation(
+    "window-counter",
+    WindowCounter,
+    inputs={"queries": query_key},
+    outputs={"window-counts": "zeitgeist.WindowCount"},
+)
+pipeline.computation(
+    "model",
+    ModelCalculator,
+    inputs={"window-counts": None},  # already keyed by query
+    outputs={"models": "zeitgeist.Model"},
+)
+pipeline.computation(
+    "spike-detector",
+    SpikeDetector,
+    inputs={"models": None},
+    outputs={"anomalies": "zeitgeist.Anomaly"},
+)
+pipeline.computation(
+    "dip-detector",
+    DipDetector,
+    inputs={"models": None},
+    outputs={"anomalies": "zeitgeist.Anomaly"},
+)

@@ -1,0 +1,353 @@
+"""Low watermarks on a real broker, with real `logwheel run` processes (DESIGN.md invariants 4
+and 5, MillWheel §4.5, §4.6 and §7.2): a watermark never overtakes the data it speaks for, a
+silent source partition stops holding it back after its idle timeout, and what hooks observe
+and what tasks publish never moves backwards, even across SIGKILL."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from framework.api import MIN_TIME
+from tests.support import (
+    Job,
+    import_job,
+    json_values,
+    read_marks,
+    read_topic,
+    unique_name,
+    wait_for,
+    write_job,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+WINDOW = 1_000
+BASE = 1_700_000_000_000  # event time of the first window; a multiple of WINDOW
+
+# Window counting shared by the jobs below: a count per key per 1-second event-time window in
+# ctx.state, emitted by an event-time timer at the window's end; late records go to LATE.
+WINDOW_COUNTER = """
+import json
+import time
+
+from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
+from framework.pipeline import InjectorWatermark
+
+WINDOW = 1000
+
+
+class WindowCounter(Computation):
+    def __init__(self, counts, late, delay=0.0):
+        self.counts, self.late, self.delay = counts, late, delay
+
+    def process_record(self, ctx, record):
+        if self.delay:
+            time.sleep(self.delay)
+        start = record.timestamp - record.timestamp % WINDOW
+        windows = ctx.state.setdefault("windows", {})
+        windows[str(start)] = windows.get(str(start), 0) + 1
+        ctx.set_timer(str(start), start + WINDOW)
+
+    def process_timer(self, ctx, timer):
+        count = ctx.state.get("windows", {}).pop(timer.tag, 0)
+        ctx.produce(
+            self.counts,
+            {"key": ctx.key, "window_start": int(timer.tag), "count": count,
+             "low_watermark": ctx.low_watermark},
+        )
+
+    def on_late_record(self, ctx, record):
+        ctx.produce(
+            self.late, {"key": ctx.key, "timestamp": record.timestamp,
+                        "low_watermark": ctx.low_watermark},
+        )
+"""
+
+
+def job_source(template: str, **constants: object) -> str:
+    """A job module: `template` (which builds `pipeline`) after the constants it reads."""
+    lines = [f"{name} = {value!r}" for name, value in constants.items()]
+    return "\n".join(lines) + "\n" + template
+
+
+def start_job(tmp_path: Path, module: str, kafka: str, computations: int) -> Job:
+    """Start `logwheel run module:pipeline` and wait until every computation holds its
+    partitions (each child logs "assigned")."""
+    job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
+    job.start()
+    wait_for(
+        lambda: job.output(this_start=True).count("assigned") >= computations or not job.alive(),
+        60,
+        what="the job to take its partitions",
+    )
+    assert job.alive(), job.output()[-3000:]
+    return job
+
+
+def window_counts(msgs: list) -> dict[tuple[str, int], list[int]]:
+    """(key, window start) -> every count emitted for it."""
+    out: dict[tuple[str, int], list[int]] = {}
+    for v in json_values(msgs):
+        out.setdefault((v["key"], v["window_start"]), []).append(v["count"])
+    return out
+
+
+# -- 1. a watermark never overtakes data ------------------------------------------------------
+
+RELAY_JOB = (
+    WINDOW_COUNTER
+    + """
+
+class Relay(Computation):
+    def __init__(self, mid):
+        self.mid = mid
+
+    def process_record(self, ctx, record):
+        ctx.produce(self.mid, record.value, key=record.value["k"])
+
+
+NAME, SOURCE, MID, COUNTS, LATE = NAMES
+pipeline = Pipeline(NAME)
+pipeline.source(SOURCE, watermark=InjectorWatermark("gen"))
+pipeline.computation("relay", lambda: Relay(MID), inputs={SOURCE: None}, outputs={MID: None})
+pipeline.computation(
+    "window-counter",
+    lambda: WindowCounter(COUNTS, LATE, delay=DELAY),
+    inputs={MID: None},
+    outputs={COUNTS: None, LATE: None},
+)
+"""
+)
+
+KEYS = [f"k{i}" for i in range(4)]
+WINDOWS = 8
+PER_KEY_WINDOW = 50  # 1,600 records: more than a poll batch (1,000), so the counter lags
+
+
+def test_watermark_never_overtakes_data(kafka, tmp_path):
+    """A slow consumer of `mid` never fires a timer for a window whose records it has not
+    read yet: the relay's watermark reaches it long before the relay's records do, and must
+    wait for them (it is applied only past the offsets it names)."""
+    from framework.injector import Injector
+
+    name = unique_name("wm-overtake")
+    names = (name, f"{name}-src", f"{name}-mid", f"{name}-counts", f"{name}-late")
+    _, source, _, counts_topic, late_topic = names
+    module = write_job(
+        tmp_path, name.replace("-", "_"), job_source(RELAY_JOB, NAMES=names, DELAY=0.003)
+    )
+    pipeline = import_job(tmp_path, module).pipeline
+    with Injector(pipeline, "gen", bootstrap=kafka) as injector:
+        job = start_job(tmp_path, module, kafka, computations=2)
+        try:
+            # Fast: every window written and promised at once, far ahead of the counter. The
+            # source's Kafka key is random, so each key reaches the counter through all four
+            # relay tasks, whose watermarks it must combine.
+            for w in range(WINDOWS):
+                start = BASE + w * WINDOW
+                for j in range(PER_KEY_WINDOW):
+                    for key in KEYS:
+                        ts = start + (j * WINDOW) // PER_KEY_WINDOW
+                        injector.send(source, {"k": key, "j": j}, key=None, timestamp=ts)
+                injector.advance(start + WINDOW)
+            expected = len(KEYS) * WINDOWS
+            msgs = read_topic(kafka, counts_topic, expect=expected, timeout=60)
+            msgs += read_topic(kafka, counts_topic, idle=1.0, timeout=10)[len(msgs) :]
+            late = read_topic(kafka, late_topic, idle=1.0, timeout=10)
+        finally:
+            assert job.stop() == 0, job.output()[-3000:]
+    counts = window_counts(msgs)
+    truth = {(k, BASE + w * WINDOW): [PER_KEY_WINDOW] for k in KEYS for w in range(WINDOWS)}
+    early = {kw: c for kw, c in counts.items() if c != truth.get(kw)}
+    assert not early, f"windows fired before all their records were read: {sorted(early.items())}"
+    assert counts == truth
+    assert not late, f"{len(late)} records arrived behind the watermark: {json_values(late)[:5]}"
+
+
+# -- 2. a silent partition stops holding the watermark back ------------------------------------
+
+IDLE_JOB = (
+    WINDOW_COUNTER
+    + """
+
+NAME, SOURCE, COUNTS, LATE = NAMES
+pipeline = Pipeline(NAME, partitions=4)
+pipeline.source(SOURCE, watermark=BoundedOutOfOrderness(ms=200, idle_ms=2000))
+pipeline.computation(
+    "windows",
+    lambda: WindowCounter(COUNTS, LATE),
+    inputs={SOURCE: key_by("k")},
+    outputs={COUNTS: None, LATE: None},
+)
+"""
+)
+
+IDLE_MS = 2_000
+SLACK_S = 15
+
+
+def test_silent_partition_does_not_hold_the_watermark_back(kafka, tmp_path):
+    """Only partition 0 of a 4-partition source gets records. The other three never report a
+    watermark; after idle_ms they are left out of the minimum, so windows close."""
+    name = unique_name("wm-idle")
+    names = (name, f"{name}-src", f"{name}-counts", f"{name}-late")
+    _, source, counts_topic, _ = names
+    module = write_job(tmp_path, name.replace("-", "_"), job_source(IDLE_JOB, NAMES=names))
+    job = start_job(tmp_path, module, kafka, computations=1)
+    stop = threading.Event()
+    fed: list[int] = []
+
+    def feed() -> None:
+        producer = Producer({"bootstrap.servers": kafka})
+        i = 0
+        while not stop.is_set():
+            ts = BASE + i * 100  # 10 records per window, 5 per key
+            producer.produce(source, f'{{"k": "k{i % 2}"}}'.encode(), partition=0, timestamp=ts)
+            producer.flush(10)
+            fed.append(ts)
+            i += 1
+            time.sleep(0.05)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    try:
+        began = time.monotonic()
+        feeder.start()
+        msgs = wait_for(
+            lambda: read_topic(kafka, counts_topic, idle=0.5, timeout=5),
+            IDLE_MS / 1000 + SLACK_S,
+            interval=0.5,
+            what="a window to close although partitions 1-3 are silent",
+        )
+        waited = time.monotonic() - began
+        stop.set()
+        feeder.join(10)
+        marks = read_marks(kafka, f"{name}.windows.watermarks", idle=1.0, timeout=10)
+    finally:
+        stop.set()
+        assert job.stop() == 0, job.output()[-3000:]
+    assert waited < IDLE_MS / 1000 + SLACK_S
+    counts = window_counts(msgs)
+    assert counts, "no window closed"
+    assert all(c == [5] for c in counts.values()), f"partial or repeated windows: {counts}"
+    # the computation's own published watermark advanced (every keyed task's, since each one
+    # combines all four repartitioning producers, busy or idle)
+    tasks = {m.producer for m in marks if "/task/" in m.producer}
+    assert len(tasks) == 4, tasks
+    for producer in tasks:
+        latest = [m.watermark for m in marks if m.producer == producer][-1]
+        assert latest >= BASE + WINDOW, (producer, latest)
+    silent = {m.producer for m in marks if "/by-key/" in m.producer and m.idle}
+    assert silent >= {f"windows/by-key/{source}/{p}" for p in (1, 2, 3)}, silent
+
+
+# -- 3. watermarks are monotone, across SIGKILL ------------------------------------------------
+
+ECHO_JOB = """
+from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
+
+
+class Echo(Computation):
+    def __init__(self, out):
+        self.out = out
+
+    def process_record(self, ctx, record):
+        ctx.produce(self.out, {"n": record.value["n"], "low_watermark": ctx.low_watermark})
+
+
+NAME, SOURCE, OUT = NAMES
+pipeline = Pipeline(NAME)
+pipeline.source(SOURCE, watermark=BoundedOutOfOrderness(ms=500, idle_ms=5000))
+pipeline.computation("echo", lambda: Echo(OUT), inputs={SOURCE: key_by("k")},
+                     outputs={OUT: None})
+"""
+
+
+@pytest.mark.timeout(180)
+def test_watermarks_are_monotone_across_sigkill(kafka, tmp_path):
+    """Per key, ctx.low_watermark in output order never decreases, though the job is killed
+    twice while records flow; the marks each task publishes never decrease either."""
+    import random
+
+    name = unique_name("wm-mono")
+    names = (name, f"{name}-src", f"{name}-out")
+    _, source, out_topic = names
+    module = write_job(tmp_path, name.replace("-", "_"), job_source(ECHO_JOB, NAMES=names))
+    job = start_job(tmp_path, module, kafka, computations=1)
+    total = 2_400
+    stop = threading.Event()
+
+    def feed() -> None:
+        rng = random.Random(3)
+        producer = Producer({"bootstrap.servers": kafka, "partitioner": "murmur2_random"})
+        for n in range(total):
+            if stop.is_set():
+                return
+            # out of order by up to 300 ms, within the source's 500 ms bound: nothing is late
+            ts = time.time_ns() // 1_000_000 - rng.randrange(300)
+            value = f'{{"k": "k{n % 8}", "n": {n}}}'.encode()
+            producer.produce(source, value, str(n).encode(), timestamp=ts)
+            producer.poll(0)
+            time.sleep(0.004)
+        producer.flush(30)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    try:
+        for _ in range(2):
+            # land the kill while records flow and after the watermark is known
+            wait_for(
+                lambda: any(
+                    v["low_watermark"] > MIN_TIME
+                    for v in json_values(read_topic(kafka, out_topic, idle=0.3, timeout=5))
+                ),
+                30,
+                what="output with a known watermark",
+            )
+            time.sleep(random.uniform(0.5, 1.5))
+            assert feeder.is_alive(), "the feed ended before the kills: slow it down"
+            job.kill()
+            job = start_job(tmp_path, module, kafka, computations=1)
+        feeder.join(60)
+        msgs = read_topic(kafka, out_topic, expect=total, timeout=60)
+        msgs += read_topic(kafka, out_topic, idle=1.5, timeout=10)[len(msgs) :]
+        marks = read_marks(kafka, f"{name}.echo.watermarks", idle=1.0, timeout=10)
+    finally:
+        stop.set()
+        job.stop()
+    per_key: dict[str, list[tuple[int, int, int]]] = {}
+    for m in msgs:
+        v = m.value()
+        per_key.setdefault(m.key().decode(), []).append((m.partition(), m.offset(), v))
+    seen = sorted(n for n, _ in (_echo(m) for m in msgs))
+    assert seen == list(range(total)), "records lost or duplicated"
+    for key, rows in per_key.items():
+        assert len({p for p, _, _ in rows}) == 1, f"key {key} spread over partitions"
+        observed = [_decode_wm(v) for _, _, v in sorted(rows)]
+        assert observed[-1] > MIN_TIME
+        backwards = [(a, b) for a, b in zip(observed, observed[1:], strict=False) if b < a]
+        assert not backwards, f"key {key}: ctx.low_watermark moved back {backwards[:3]}"
+    by_producer: dict[str, list[int]] = {}
+    for mark in marks:
+        by_producer.setdefault(mark.producer, []).append(mark.watermark)
+    assert len(by_producer) == 8, sorted(by_producer)  # 4 keyed tasks, 4 repartitioners
+    for producer, values in by_producer.items():
+        backwards = [(a, b) for a, b in zip(values, values[1:], strict=False) if b < a]
+        assert not backwards, f"{producer} published a watermark lower than before {backwards}"
+
+
+def _echo(msg) -> tuple[int, int]:
+    import json
+
+    v = json.loads(msg.value())
+    return v["n"], v["low_watermark"]
+
+
+def _decode_wm(raw: bytes) -> int:
+    import json
+
+    return json.loads(raw)["low_watermark"]
