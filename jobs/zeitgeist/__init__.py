@@ -1,8 +1,9 @@
 """Zeitgeist, MillWheel's motivating pipeline: spikes and dips in search-query traffic.
 
-    query-generator ─▶ queries ─▶ window-counter ─▶ window-counts ─▶ model ─▶ models ─┬▶ spike-detector
-      (injector)                  (key: query)                                        └▶ dip-detector
-                                                                                        ─▶ anomalies
+    query-generator ─▶ queries ─▶ window-counter ─▶ window-counts ─▶ model ─▶ models
+      (injector)                  (key: query)
+    models ─┬▶ spike-detector ─┬▶ anomalies
+            └▶ dip-detector  ──┘
 
 Run it with `logwheel run jobs.zeitgeist:pipeline`, feed it with
 `python -m jobs.zeitgeist.inject`, or see both with `make demo`.
