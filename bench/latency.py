@@ -51,6 +51,7 @@ import os
 import platform
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -302,24 +303,29 @@ runner = runner_module.Runner(
     kafka=kafka_settings(opts.get("config")),
     **opts.get("runner", {}),
 )
-started = time.monotonic()
-mark = None
+window = {"start": time.monotonic(), "result": None}
 
 
-def reset_at_measure():
-    # Timings from the measured window only: the bench touches this file when it begins.
-    global mark
-    while not stop.is_set():
-        if Path(opts["measure_flag"]).exists() and mark is None:
-            timings.clear()
-            mark = time.monotonic()
-        time.sleep(0.05)
+def measured_window():
+    # Timings of the measured window only: the bench touches FLAG when it begins and
+    # FLAG.end when it ends.
+    begin, end = Path(opts["measure_flag"]), Path(opts["measure_flag"] + ".end")
+    while not begin.exists() and not stop.is_set():
+        time.sleep(0.01)
+    timings.clear()
+    window["start"] = time.monotonic()
+    while not end.exists() and not stop.is_set():
+        time.sleep(0.01)
+    result = summary()
+    result["_window_s"] = time.monotonic() - window["start"]
+    window["result"] = result
 
 
-threading.Thread(target=reset_at_measure, daemon=True).start()
+watcher = threading.Thread(target=measured_window, daemon=True)
+watcher.start()
 runner.run(stop)
-result = summary()
-result["_window_s"] = time.monotonic() - (mark or started)
+watcher.join(1)
+result = window["result"] or {**summary(), "_window_s": time.monotonic() - window["start"]}
 Path(opts["timings"]).write_text(json.dumps(result, indent=1))
 '''
 
@@ -378,7 +384,7 @@ class Reader(threading.Thread):
         super().__init__(daemon=True)
         self.hop = {topic: hop for hop, topic in topics.items()}
         self.seen: dict[str, dict[int, int]] = {hop: {} for hop in topics}
-        self.duplicates = dict.fromkeys(topics, 0)
+        self.duplicates: dict[str, dict[int, int]] = {hop: {} for hop in topics}
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -413,7 +419,7 @@ class Reader(threading.Thread):
                 seq = json.loads(msg.value())["seq"]
                 seen = self.seen[hop]
                 if seq in seen:
-                    self.duplicates[hop] += 1
+                    self.duplicates[hop][seq] = self.duplicates[hop].get(seq, 0) + 1
                 else:
                     seen[seq] = now_us
         except BaseException as error:  # noqa: BLE001 - reported by the main thread
@@ -443,10 +449,26 @@ class Row:
     variant: str
     guarantee: str
     rate: float
-    startup_s: float
+    startup_s: float  # process start until its first output was readable (median of attempts)
+    cpu_pct: float  # the computation process's CPU time over the measured window, % of one core
+    load: float  # 1-minute load average of the machine at the end of the measured window
     hops: dict[str, Stats]
-    timings: dict | None = None
+    attempts: list[dict] = field(default_factory=list)  # per attempt: p50/p95/p99 per hop, ...
+    timings: list[dict] = field(default_factory=list)  # launcher timings, per attempt
     note: str = ""
+
+
+@dataclass
+class Attempt:
+    """One measured run of one variant under one guarantee."""
+
+    startup_s: float
+    cpu_pct: float
+    load: float
+    delays: dict[str, list[float]]  # hop -> ms, per measured record that arrived
+    missing: dict[str, int]
+    duplicates: dict[str, int]
+    timings: dict | None
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -514,7 +536,7 @@ class Bench:
         self.groups: list[str] = []
         (workdir / "lw_launch.py").write_text(LAUNCHER_SOURCE)
 
-    def measure(self, variant: Variant, guarantee: str, attempt: int) -> Row:
+    def measure(self, variant: Variant, guarantee: str, attempt: int) -> Attempt:
         from framework.topics import create_topics, pipeline_topics
 
         slug = "".join(c if c.isalnum() else "-" for c in variant.name.lower()).strip("-")
@@ -545,8 +567,13 @@ class Bench:
             first = len(sender.sent)
             if flag is not None:
                 flag.touch()
+            cpu0, t0 = _cpu_seconds(process.proc.pid), time.monotonic()
             time.sleep(self.duration)
             last = len(sender.sent)
+            if flag is not None:
+                flag.with_name(flag.name + ".end").touch()
+            cpu_pct = 100 * (_cpu_seconds(process.proc.pid) - cpu0) / (time.monotonic() - t0)
+            load = os.getloadavg()[0]
             sender.stop.set()
             sender.join(60)
             measured = range(first, last)
@@ -564,15 +591,16 @@ class Bench:
             process.stop()
             reader.stop.set()
             reader.join(30)
-        hops = {}
+        delays, missing, duplicates = {}, {}, {}
         for hop in HOPS:
-            seen = reader.seen[hop]
-            delays = [(seen[s] - sender.sent[s]) / 1000 for s in measured if s in seen]
-            hops[hop] = stats(delays, len(measured) - len(delays), reader.duplicates[hop])
+            seen, dups = reader.seen[hop], reader.duplicates[hop]
+            delays[hop] = [(seen[s] - sender.sent[s]) / 1000 for s in measured if s in seen]
+            missing[hop] = len(measured) - len(delays[hop])
+            duplicates[hop] = sum(dups.get(s, 0) for s in measured)
         timings = None
         if timings_path is not None and timings_path.exists():
             timings = json.loads(timings_path.read_text())
-        return Row(variant.name, guarantee, self.rate, startup, hops, timings, variant.note)
+        return Attempt(startup, cpu_pct, load, delays, missing, duplicates, timings)
 
     def _process(self, variant: Variant, module: str, name: str):
         job = Job(
@@ -637,6 +665,43 @@ class Bench:
                 print(f"cleanup: deleting {what}: {error}", file=sys.stderr)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pool(variant: Variant, guarantee: str, rate: float, attempts: list[Attempt]) -> Row:
+    """One row over every attempt: percentiles of all their records together."""
+    hops = {
+        hop: stats(
+            [d for a in attempts for d in a.delays[hop]],
+            sum(a.missing[hop] for a in attempts),
+            sum(a.duplicates[hop] for a in attempts),
+        )
+        for hop in HOPS
+    }
+    per_attempt = []
+    for a in attempts:
+        entry = {"startup_s": a.startup_s, "cpu_pct": a.cpu_pct, "load": a.load}
+        for hop in HOPS:
+            s = stats(a.delays[hop], a.missing[hop], a.duplicates[hop])
+            entry[hop] = {"p50": s.p50, "p95": s.p95, "p99": s.p99, "records": s.records}
+        per_attempt.append(entry)
+    return Row(
+        variant=variant.name,
+        guarantee=guarantee,
+        rate=rate,
+        startup_s=statistics.median(a.startup_s for a in attempts),
+        cpu_pct=statistics.mean(a.cpu_pct for a in attempts),
+        load=statistics.mean(a.load for a in attempts),
+        hops=hops,
+        attempts=per_attempt,
+        timings=[a.timings for a in attempts if a.timings],
+        note=variant.note,
+    )
+
+
 def _load(directory: Path, module: str):
     import importlib.util
 
@@ -656,48 +721,60 @@ def run(
     rate: float,
     duration: float,
     warmup: float,
+    repeat: int,
     keep: bool,
 ) -> list[Row]:
+    """Every variant under every guarantee, `repeat` times, interleaved so that a change of
+    the machine's load touches them all alike; one pooled row per (variant, guarantee)."""
     workdir = Path(tempfile.mkdtemp(prefix="logwheel-latency-"))
     bench = Bench(bootstrap, workdir, rate, duration, warmup)
-    rows = []
+    attempts: dict[tuple[str, str], list[Attempt]] = {}
     try:
-        for variant in variants:
-            for guarantee in guarantees:
-                row = bench.measure(variant, guarantee, 0)
-                rows.append(row)
-                out = row.hops["output"]
-                print(
-                    f"  {variant.name:22} {guarantee:14} output p50 {out.p50:7.1f} ms, "
-                    f"p95 {out.p95:7.1f}, p99 {out.p99:7.1f} ({out.records} records, "
-                    f"{out.missing} missing; startup {row.startup_s:.1f}s)",
-                    flush=True,
-                )
+        for attempt in range(repeat):
+            for variant in variants:
+                for guarantee in guarantees:
+                    a = bench.measure(variant, guarantee, attempt)
+                    attempts.setdefault((variant.name, guarantee), []).append(a)
+                    out = stats(a.delays["output"], a.missing["output"], 0)
+                    print(
+                        f"  {variant.name:22} {guarantee:14} run {attempt + 1}: output p50 "
+                        f"{out.p50:6.1f} ms, p95 {out.p95:6.1f}, p99 {out.p99:6.1f} "
+                        f"({out.records} records, {out.missing} missing; startup "
+                        f"{a.startup_s:.1f}s, cpu {a.cpu_pct:.0f}%, load {a.load:.1f})",
+                        flush=True,
+                    )
     finally:
         if keep:
             print(f"kept {workdir} (logs, state, launcher timings) and the run's topics")
         else:
             bench.cleanup()
             shutil.rmtree(workdir, ignore_errors=True)
-    return rows
+    return [
+        pool(v, g, rate, attempts[(v.name, g)])
+        for v in variants
+        for g in guarantees
+        if (v.name, g) in attempts
+    ]
 
 
 def table(rows: Sequence[Row]) -> str:
     head = (
         f"{'variant':22} {'guarantee':14} {'hop':7} {'records':>7} {'p50 ms':>7} "
         f"{'p95 ms':>7} {'p99 ms':>7} {'max ms':>7} {'paper p50/p95':>13} {'x p50':>6} "
-        f"{'x p95':>6}"
+        f"{'x p95':>6} {'cpu %':>6} {'load':>5}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         for hop in HOPS:
             s = r.hops[hop]
-            paper, ratios = "", ""
+            paper, ratios = "", f"{'':13}"
             if hop == "output":
                 p = PAPER[r.guarantee]
                 paper = f"{p['p50']:g}/{p['p95']:g}"
                 ratios = f"{s.p50 / p['p50']:6.1f} {s.p95 / p['p95']:6.1f}"
+                ratios += f" {r.cpu_pct:6.0f} {r.load:5.1f}"
             extra = f" ({s.missing} missing)" if s.missing else ""
+            extra += f" ({s.duplicates} duplicates)" if s.duplicates else ""
             lines.append(
                 f"{r.variant:22} {r.guarantee:14} {hop:7} {s.records:7d} {s.p50:7.1f} "
                 f"{s.p95:7.1f} {s.p99:7.1f} {s.max:7.1f} {paper:>13} {ratios}{extra}"
@@ -720,15 +797,16 @@ def timings_table(rows: Sequence[Row]) -> str:
     for r in rows:
         if not r.timings:
             continue
-        window = r.timings.get("_window_s") or 1
+        timings = r.timings[-1]  # the last attempt's
+        window = timings.get("_window_s") or 1
         for name in names:
-            t = r.timings.get(name)
+            t = timings.get(name)
             if t:
                 lines.append(
                     f"{r.variant:22} {r.guarantee:14} {name:38} {t['n'] / window:6.0f} "
                     f"{t['mean']:8.2f} {t['p95']:7.2f}"
                 )
-        idle = r.timings.get("consume.idle.records")
+        idle = timings.get("consume.idle.records")
         if idle:
             lines.append(
                 f"{r.variant:22} {r.guarantee:14} {'records per idle consume()':38} "
@@ -759,6 +837,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run these variants (repeatable; default: 'default' only)",
     )
     parser.add_argument("--explore", action="store_true", help="run every variant")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of each, interleaved; percentiles pooled"
+    )
     parser.add_argument("--bootstrap", help="else LOGWHEEL_BOOTSTRAP, else the embedded broker")
     parser.add_argument("--out", type=Path, help="results JSON (default under bench/results/)")
     parser.add_argument("--keep", action="store_true", help="keep topics, logs and state")
@@ -778,7 +859,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{warmup:g}s warm-up + {duration:g}s measured, on {bootstrap} "
         f"({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})"
     )
-    rows = run(bootstrap, variants, guarantees, rate, duration, warmup, args.keep)
+    rows = run(bootstrap, variants, guarantees, rate, duration, warmup, args.repeat, args.keep)
     print()
     print("delay = visible to a read_committed reader - send time (ms); hops: source = the")
     print("input topic (Kafka alone), by-key = after the repartition commit, output = end")
@@ -803,6 +884,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rate": rate,
         "duration_s": duration,
         "warmup_s": warmup,
+        "repeat": args.repeat,
         "bootstrap": bootstrap,
         "machine": {
             "cpus": os.cpu_count(),

@@ -143,7 +143,9 @@ def test_watermark_never_overtakes_data(kafka, tmp_path):
     )
     pipeline = import_job(tmp_path, module).pipeline
     with Injector(pipeline, "gen", bootstrap=kafka) as injector:
+        t0 = time.monotonic()
         job = start_job(tmp_path, module, kafka, computations=2)
+        print("started after", time.monotonic() - t0)
         try:
             # Fast: every window written and promised at once, far ahead of the counter. The
             # source's Kafka key is random, so each key reaches the counter through all four
@@ -156,17 +158,22 @@ def test_watermark_never_overtakes_data(kafka, tmp_path):
                         injector.send(source, {"k": key, "j": j}, key=None, timestamp=ts)
                 injector.advance(start + WINDOW)
             expected = len(KEYS) * WINDOWS
-            msgs = read_topic(kafka, counts_topic, expect=expected, timeout=60)
+            t0 = time.monotonic()
+            msgs = read_topic(kafka, counts_topic, expect=expected, timeout=45)
+            print("counts read after", time.monotonic() - t0)
             msgs += read_topic(kafka, counts_topic, idle=1.0, timeout=10)[len(msgs) :]
             late = read_topic(kafka, late_topic, idle=1.0, timeout=10)
         finally:
             assert job.stop() == 0, job.output()[-3000:]
     counts = window_counts(msgs)
     truth = {(k, BASE + w * WINDOW): [PER_KEY_WINDOW] for k in KEYS for w in range(WINDOWS)}
-    early = {kw: c for kw, c in counts.items() if c != truth.get(kw)}
-    assert not early, f"windows fired before all their records were read: {sorted(early.items())}"
+    wrong = {kw: counts.get(kw) for kw in truth if counts.get(kw) != truth[kw]}
+    assert not wrong, (
+        f"{len(wrong)} windows fired before all their records were read, or never "
+        f"(count {PER_KEY_WINDOW} expected): {sorted(wrong.items())[:6]}"
+    )
     assert counts == truth
-    assert not late, f"{len(late)} records arrived behind the watermark: {json_values(late)[:5]}"
+    assert not late, f"{len(late)} records arrived behind the watermark: {json_values(late)[:3]}"
 
 
 # -- 2. a silent partition stops holding the watermark back ------------------------------------
@@ -278,28 +285,28 @@ def test_watermarks_are_monotone_across_sigkill(kafka, tmp_path):
     _, source, out_topic = names
     module = write_job(tmp_path, name.replace("-", "_"), job_source(ECHO_JOB, NAMES=names))
     job = start_job(tmp_path, module, kafka, computations=1)
-    total = 2_400
     stop = threading.Event()
+    fed = [0]
 
     def feed() -> None:
         rng = random.Random(3)
         producer = Producer({"bootstrap.servers": kafka, "partitioner": "murmur2_random"})
-        for n in range(total):
-            if stop.is_set():
-                return
+        while not stop.is_set():
+            n = fed[0]
             # out of order by up to 300 ms, within the source's 500 ms bound: nothing is late
             ts = time.time_ns() // 1_000_000 - rng.randrange(300)
             value = f'{{"k": "k{n % 8}", "n": {n}}}'.encode()
             producer.produce(source, value, str(n).encode(), timestamp=ts)
             producer.poll(0)
-            time.sleep(0.004)
+            fed[0] += 1
+            time.sleep(0.01)
         producer.flush(30)
 
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     try:
         for _ in range(2):
-            # land the kill while records flow and after the watermark is known
+            # land the kill while records flow, once the watermark is known
             wait_for(
                 lambda: any(
                     v["low_watermark"] > MIN_TIME
@@ -308,11 +315,13 @@ def test_watermarks_are_monotone_across_sigkill(kafka, tmp_path):
                 30,
                 what="output with a known watermark",
             )
-            time.sleep(random.uniform(0.5, 1.5))
-            assert feeder.is_alive(), "the feed ended before the kills: slow it down"
+            time.sleep(random.uniform(0.3, 1.0))
             job.kill()
             job = start_job(tmp_path, module, kafka, computations=1)
-        feeder.join(60)
+        time.sleep(2)
+        stop.set()
+        feeder.join(30)
+        total = fed[0]
         msgs = read_topic(kafka, out_topic, expect=total, timeout=60)
         msgs += read_topic(kafka, out_topic, idle=1.5, timeout=10)[len(msgs) :]
         marks = read_marks(kafka, f"{name}.echo.watermarks", idle=1.0, timeout=10)
