@@ -157,12 +157,62 @@ def topics(args: argparse.Namespace) -> int:
     return 0
 
 
+def register_status(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "status",
+        help="low watermark, its lag and consumer lag per computation (consumer lag counts "
+        "offsets, so a caught-up transactional input shows about one marker per partition)",
+    )
+    parser.add_argument("pipeline", metavar="MODULE:ATTR")
+    _add_bootstrap(parser)
+    parser.set_defaults(func=show_status)
+
+
+def show_status(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from framework.launch import kafka_settings, load_pipeline
+    from framework.status import status
+
+    pipeline = load_pipeline(args.pipeline)
+    rows = status(pipeline, bootstrap_from(args.bootstrap), kafka_settings(args.config))
+    print(f"{'computation':24} {'low watermark (UTC)':26} {'lag':>10} {'consumer lag':>13}")
+    for row in rows:
+        low = (
+            "unknown"
+            if row.low_watermark is None
+            else datetime.fromtimestamp(row.low_watermark / 1000, UTC).isoformat(
+                timespec="milliseconds"
+            )
+        )
+        lag = "-" if row.lag_ms is None else f"{row.lag_ms / 1000:.1f}s"
+        behind = "-" if row.consumer_lag is None else str(row.consumer_lag)
+        print(f"{row.computation:24} {low:26} {lag:>10} {behind:>13}")
+    return 0
+
+
+def register_graph(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("graph", help="the topology as Graphviz dot")
+    parser.add_argument("pipeline", metavar="MODULE:ATTR")
+    parser.set_defaults(func=show_graph)
+
+
+def show_graph(args: argparse.Namespace) -> int:
+    from framework.launch import load_pipeline
+    from framework.status import graph
+
+    print(graph(load_pipeline(args.pipeline)))
+    return 0
+
+
 # -- the entry point ------------------------------------------------------------------------
 
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_broker,
     register_run,
     register_topics,
+    register_status,
+    register_graph,
 ]
 
 
