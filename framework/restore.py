@@ -26,6 +26,7 @@ def restore(consumer: Consumer, spec: ComputationSpec, partition: int, store: Ta
         ]
     )
     started, applied, pending = time.monotonic(), 0, set(journals)
+    reported = started
     try:
         while pending:
             states, timers, offsets = [], [], {}
@@ -42,6 +43,9 @@ def restore(consumer: Consumer, spec: ComputationSpec, partition: int, store: Ta
             if offsets:
                 store.apply(states, timers, offsets)
                 applied += len(states) + len(timers)
+            if time.monotonic() - reported > 5:
+                reported = time.monotonic()
+                log.info("%s task %d: restoring, %d records so far", spec.group, partition, applied)
     finally:
         consumer.unassign()
     if applied:

@@ -70,6 +70,13 @@ class Runner:
 
     def run(self, stop: threading.Event) -> None:
         self.pipeline.validate()
+        try:
+            self.spec.factory()
+        except Exception as error:
+            raise PipelineError(
+                f"computation {self.spec.name!r} cannot be created ({type(error).__name__}: "
+                f"{error}): fix its constructor or the factory passed to pipeline.computation"
+            ) from error
         lock = self._lock_state_dir()
         try:
             create_topics(self.bootstrap, self.pipeline, client_config=self.kafka)
