@@ -205,6 +205,33 @@ def show_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def register_changelog(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("changelog", help="print a changelog topic as JSON lines")
+    parser.add_argument("action", choices=["dump", "follow"])
+    parser.add_argument("topic", metavar="TOPIC")
+    _add_bootstrap(parser)
+    parser.set_defaults(func=changelog_command)
+
+
+def changelog_command(args: argparse.Namespace) -> int:
+    """`dump`: the latest value per key; `follow`: then every change, live, until Ctrl-C."""
+    import json
+
+    from changelog import ChangelogTable
+    from framework.launch import kafka_settings
+
+    bootstrap = bootstrap_from(args.bootstrap)
+    with ChangelogTable(args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)) as t:
+        t.catch_up(progress=sys.stderr.isatty())
+        if args.action == "dump":
+            for key, value in t.items():
+                print(json.dumps({"key": key, "value": value}, default=str), flush=False)
+            return 0
+        for key, old, new in t.follow():
+            print(json.dumps({"key": key, "old": old, "new": new}, default=str), flush=True)
+    return 0
+
+
 # -- the entry point ------------------------------------------------------------------------
 
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
@@ -213,6 +240,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_topics,
     register_status,
     register_graph,
+    register_changelog,
 ]
 
 
