@@ -232,6 +232,45 @@ def changelog_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def register_reset(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "reset", help="reprocess history: move a computation's offsets", description=reset_doc()
+    )
+    parser.add_argument("pipeline", metavar="MODULE:ATTR")
+    parser.add_argument("--computation", required=True, metavar="NAME")
+    parser.add_argument("--to", required=True, metavar="earliest|latest|ISO-DATETIME")
+    parser.add_argument("--wipe-state", action="store_true", help="also empty its state")
+    parser.add_argument("--dry-run", action="store_true", help="only say what it would do")
+    parser.add_argument("--state-dir", type=Path, default=None, help="local state to remove")
+    _add_bootstrap(parser)
+    parser.set_defaults(func=reset_command)
+
+
+def reset_doc() -> str:
+    from framework import reset
+
+    return reset.__doc__ or ""
+
+
+def reset_command(args: argparse.Namespace) -> int:
+    from framework.launch import kafka_settings, load_pipeline
+    from framework.reset import reset
+    from framework.runner import default_state_dir
+
+    plan = reset(
+        load_pipeline(args.pipeline),
+        args.computation,
+        args.to,
+        bootstrap=bootstrap_from(args.bootstrap),
+        state_dir=args.state_dir or default_state_dir(),
+        wipe_state=args.wipe_state,
+        dry_run=args.dry_run,
+        kafka=kafka_settings(args.config),
+    )
+    print("\n".join(("would: " if args.dry_run else "done: ") + line for line in plan))
+    return 0
+
+
 # -- the entry point ------------------------------------------------------------------------
 
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
@@ -241,6 +280,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_status,
     register_graph,
     register_changelog,
+    register_reset,
 ]
 
 

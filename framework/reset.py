@@ -1,0 +1,122 @@
+"""`logwheel reset`: reprocess history by moving a computation's consumer-group offsets.
+
+As with Kafka Streams' reset tool, the computation's inputs move to the chosen point and its
+repartition (`.by-key`) topics to their end, since their old contents would otherwise be read
+a second time. `--wipe-state` also empties its changelog, timer journal and watermark channel
+(deleted and created again: compacted topics cannot be truncated) and the local state under
+`--state-dir`; other machines that ran it must drop theirs too.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from datetime import datetime
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from framework.kafka import client_config, consumer_config
+from framework.pipeline import ComputationSpec, Pipeline, PipelineError
+from framework.topics import create_topics
+
+POINTS = ("earliest", "latest")
+
+
+def parse_point(to: str) -> str | int:
+    """`earliest`, `latest`, or an ISO date-time as milliseconds since the epoch."""
+    if to in POINTS:
+        return to
+    try:
+        moment = datetime.fromisoformat(to)
+    except ValueError:
+        raise PipelineError(
+            f"--to {to!r}: use earliest, latest or an ISO date-time like 2026-11-21T12:00:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        raise PipelineError(f"--to {to!r}: give a time zone, e.g. {to}Z or {to}+01:00")
+    return int(moment.timestamp() * 1000)
+
+
+def reset(
+    pipeline: Pipeline,
+    computation: str,
+    to: str,
+    *,
+    bootstrap: str,
+    state_dir: Path,
+    wipe_state: bool = False,
+    dry_run: bool = False,
+    kafka: dict | None = None,
+) -> list[str]:
+    """Carry out (or with `dry_run` only describe) the reset; returns what it does, a line each."""
+    spec = pipeline[computation]
+    point = parse_point(to)
+    admin = AdminClient(client_config(bootstrap, kafka))
+    _refuse_live_members(admin, spec)
+    config = consumer_config(bootstrap, extra=kafka)
+    config["group.id"] = spec.group
+    consumer = Consumer(config)
+    try:
+        offsets = _plan(consumer, spec, point)
+        plan = [f"{tp.topic}[{tp.partition}] -> offset {tp.offset}" for tp in offsets]
+        if wipe_state:
+            plan += [f"empty {t}" for t in (spec.changelog, spec.timers, spec.watermarks)]
+            plan.append(f"remove local state {Path(state_dir) / pipeline.name / spec.name}")
+        if dry_run:
+            return plan
+        consumer.commit(offsets=offsets, asynchronous=False)
+    finally:
+        consumer.close()
+    if wipe_state:
+        _recreate(admin, pipeline, [spec.changelog, spec.timers, spec.watermarks], bootstrap, kafka)
+        shutil.rmtree(Path(state_dir) / pipeline.name / spec.name, ignore_errors=True)
+    return plan
+
+
+def _refuse_live_members(admin: AdminClient, spec: ComputationSpec) -> None:
+    group = admin.describe_consumer_groups([spec.group])[spec.group].result(30)
+    if group.members:
+        raise PipelineError(
+            f"{spec.group} has {len(group.members)} live member(s): stop every `logwheel run` "
+            "of it and wait out the session timeout (10 s), then reset"
+        )
+
+
+def _plan(consumer: Consumer, spec: ComputationSpec, point: str | int) -> list[TopicPartition]:
+    metadata = consumer.list_topics(timeout=30).topics
+    offsets = []
+    for i in spec.inputs:
+        moves = [(i.stream, point)] + ([(spec.by_key(i.stream), "latest")] if i.key else [])
+        for topic, where in moves:
+            if topic not in metadata:
+                continue
+            for p in sorted(metadata[topic].partitions):
+                offsets.append(_offset(consumer, TopicPartition(topic, p), where))
+    return offsets
+
+
+def _offset(consumer: Consumer, tp: TopicPartition, where: str | int) -> TopicPartition:
+    low, high = consumer.get_watermark_offsets(tp, 30)
+    if where == "earliest":
+        return TopicPartition(tp.topic, tp.partition, low)
+    if where == "latest":
+        return TopicPartition(tp.topic, tp.partition, high)
+    found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, where)], 30)[0]
+    return TopicPartition(tp.topic, tp.partition, found.offset if found.offset >= 0 else high)
+
+
+def _recreate(
+    admin: AdminClient, pipeline: Pipeline, topics: list[str], bootstrap: str, kafka: dict | None
+) -> None:
+    existing = set(admin.list_topics(timeout=30).topics)
+    doomed = [t for t in topics if t in existing]
+    for future in admin.delete_topics(doomed, operation_timeout=30).values():
+        future.result()
+    deadline = time.monotonic() + 60
+    while set(doomed) & set(admin.list_topics(timeout=30).topics):
+        if time.monotonic() > deadline:
+            raise PipelineError(f"topics {doomed} were not deleted within 60 s")
+        time.sleep(0.2)
+    create_topics(bootstrap, pipeline, client_config=kafka)
