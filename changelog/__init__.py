@@ -47,7 +47,7 @@ class ChangelogTable:
         with Progress(disable=not progress, transient=True) as bar:
             task = bar.add_task(f"reading {self.topic}", total=total or 1)
             while pending:
-                for msg in self._consumer.consume(5000, 1.0):
+                for msg in self._consumer.consume(5000, 0.1):
                     err = msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:

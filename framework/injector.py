@@ -70,8 +70,17 @@ class Injector:
         self._sequence = 0
         self._id_prefix = f"{txn_id}-{time.time_ns():x}-"
 
-    def send(self, stream: str, value: Any, *, key: str | None, timestamp: int) -> None:
-        """Write a record; it becomes visible with the next `advance`."""
+    def send(
+        self,
+        stream: str,
+        value: Any,
+        *,
+        key: str | None,
+        timestamp: int,
+        record_id: str | None = None,
+    ) -> None:
+        """Write a record; it becomes visible with the next `advance`. A `record_id` that
+        names the record's origin lets readers recognise it if it is ever sent again."""
         encode = self.streams.get(stream)
         if encode is None:
             raise PipelineError(f"this injector writes {sorted(self.streams)}, not {stream!r}")
@@ -81,7 +90,7 @@ class Injector:
             None if key is None else key.encode(),
             encode(value),
             timestamp=timestamp,
-            headers=[(ID_HEADER, f"{self._id_prefix}{self._sequence}".encode())],
+            headers=[(ID_HEADER, (record_id or f"{self._id_prefix}{self._sequence}").encode())],
         )
 
     def advance(self, watermark: int, *, idle: bool = False) -> None:
@@ -131,17 +140,23 @@ class FileInjector:
         )
 
     def run_once(self) -> int:
-        """Ingest every file present now, one transaction per file; returns records sent."""
+        """Ingest every file present now, one transaction per file; returns records sent.
+        With nothing left to read the watermark is now: a later file is created later."""
         sent = 0
         for path in self.pending():
-            for key, value, timestamp in _lines(path, self.parse):
-                self.injector.send(self.stream, value, key=key, timestamp=timestamp)
+            for n, (key, value, timestamp) in enumerate(_lines(path, self.parse)):
+                self.injector.send(
+                    self.stream, value, key=key, timestamp=timestamp, record_id=f"{path}:{n}"
+                )
                 sent += 1
             self.done.add(path.name)
-            rest = self.pending()
-            low = min((_created_ms(p) for p in rest), default=time.time_ns() // 1_000_000)
-            self.injector.advance(low)
+            self.injector.advance(self._low())
+        if not sent:
+            self.injector.advance(self._low())
         return sent
+
+    def _low(self) -> int:
+        return min((_created_ms(p) for p in self.pending()), default=time.time_ns() // 1_000_000)
 
 
 def _lines(path: Path, parse: Callable[[str], tuple]) -> Iterator[tuple]:

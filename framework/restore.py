@@ -30,7 +30,7 @@ def restore(consumer: Consumer, spec: ComputationSpec, partition: int, store: Ta
     try:
         while pending:
             states, timers, offsets = [], [], {}
-            for msg in consumer.consume(_BATCH, 1.0):
+            for msg in consumer.consume(_BATCH, 0.05):  # returns at the timeout, batch or not
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:

@@ -39,12 +39,10 @@ def _latest_marks(bootstrap: str, channel: str, kafka: dict | None) -> dict[str,
     consumer = Consumer(consumer_config(bootstrap, extra=kafka))
     consumer.assign([TopicPartition(channel, 0, OFFSET_BEGINNING)])
     marks: dict[str, int] = {}
+    deadline = time.monotonic() + 30
     try:
-        while True:
-            batch = consumer.consume(1000, 5.0)
-            if not batch:
-                break
-            for msg in batch:
+        while time.monotonic() < deadline:
+            for msg in consumer.consume(1000, 0.1):
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:

@@ -108,7 +108,7 @@ class BoundedLateness(PartitionWatermark):
         self._idle_s = policy.idle_ms / 1000
         self._clock = clock
         self._max_ts: int | None = None
-        self._last_seen = clock()
+        self._last_seen: float | None = None  # silence counts from when reading starts
 
     def observe(self, timestamp: int) -> None:
         if self._max_ts is None or timestamp > self._max_ts:
@@ -116,7 +116,10 @@ class BoundedLateness(PartitionWatermark):
         self._last_seen = self._clock()
 
     def value(self) -> tuple[int | None, bool]:
-        if self._clock() - self._last_seen >= self._idle_s:
+        now = self._clock()
+        if self._last_seen is None:
+            self._last_seen = now
+        if now - self._last_seen >= self._idle_s:
             return None, True
         return (None if self._max_ts is None else self._max_ts - self._bound), False
 

@@ -5,6 +5,8 @@ and what tasks publish never moves backwards, even across SIGKILL."""
 
 from __future__ import annotations
 
+import itertools
+import random
 import threading
 import time
 from pathlib import Path
@@ -143,9 +145,7 @@ def test_watermark_never_overtakes_data(kafka, tmp_path):
     )
     pipeline = import_job(tmp_path, module).pipeline
     with Injector(pipeline, "gen", bootstrap=kafka) as injector:
-        t0 = time.monotonic()
         job = start_job(tmp_path, module, kafka, computations=2)
-        print("started after", time.monotonic() - t0)
         try:
             # Fast: every window written and promised at once, far ahead of the counter. The
             # source's Kafka key is random, so each key reaches the counter through all four
@@ -158,9 +158,7 @@ def test_watermark_never_overtakes_data(kafka, tmp_path):
                         injector.send(source, {"k": key, "j": j}, key=None, timestamp=ts)
                 injector.advance(start + WINDOW)
             expected = len(KEYS) * WINDOWS
-            t0 = time.monotonic()
             msgs = read_topic(kafka, counts_topic, expect=expected, timeout=45)
-            print("counts read after", time.monotonic() - t0)
             msgs += read_topic(kafka, counts_topic, idle=1.0, timeout=10)[len(msgs) :]
             late = read_topic(kafka, late_topic, idle=1.0, timeout=10)
         finally:
@@ -252,6 +250,69 @@ def test_silent_partition_does_not_hold_the_watermark_back(kafka, tmp_path):
     assert silent >= {f"windows/by-key/{source}/{p}" for p in (1, 2, 3)}, silent
 
 
+STARTUP_JOB = (
+    WINDOW_COUNTER
+    + """
+
+NAME, SOURCE, COUNTS, LATE = NAMES
+pipeline = Pipeline(NAME, partitions=4)
+pipeline.source(SOURCE, watermark=BoundedOutOfOrderness(ms=0, idle_ms=2000))
+pipeline.computation(
+    "windows",
+    lambda: WindowCounter(COUNTS, LATE),
+    inputs={SOURCE: key_by("k")},
+    outputs={COUNTS: None, LATE: None},
+)
+"""
+)
+
+
+def test_a_partition_is_not_idle_before_it_was_read(kafka, tmp_path):
+    """Idleness is silence while being read: partitions 1-3 get their first records half a
+    second after the job took its partitions, well within idle_ms (2 s), so they still hold
+    the watermark back and none of their records is late, although partition 0 already
+    reported a watermark a minute ahead of them. (Taking the partitions includes restoring
+    every task, which takes longer than idle_ms here: the silence must be counted from when
+    reading starts, not from when the task was built.)"""
+    from framework.topics import create_topics
+
+    name = unique_name("wm-start")
+    names = (name, f"{name}-src", f"{name}-counts", f"{name}-late")
+    _, source, counts_topic, late_topic = names
+    module = write_job(tmp_path, name.replace("-", "_"), job_source(STARTUP_JOB, NAMES=names))
+    create_topics(kafka, import_job(tmp_path, module).pipeline)
+    producer = Producer({"bootstrap.servers": kafka})
+    for i in range(20):  # waiting when the job starts, a minute ahead
+        value = f'{{"k": "ahead{i % 2}"}}'.encode()
+        producer.produce(source, value, partition=0, timestamp=BASE + 60_000 + i * 100)
+    producer.flush(10)
+    job = start_job(tmp_path, module, kafka, computations=1)
+    try:
+        time.sleep(0.5)
+        for p in (1, 2, 3):
+            for i in range(20):  # 10 per window, 2 windows per partition
+                value = f'{{"k": "p{p}"}}'.encode()
+                producer.produce(source, value, partition=p, timestamp=BASE + i * 100)
+        producer.flush(10)
+
+        def settled() -> tuple[list, list] | None:
+            late = read_topic(kafka, late_topic, idle=0.5, timeout=5)
+            msgs = read_topic(kafka, counts_topic, idle=0.5, timeout=5)
+            return (late, msgs) if late or len(msgs) >= 3 else None
+
+        late, msgs = wait_for(settled, 30, what="windows of partitions 1-3 to close")
+        late += read_topic(kafka, late_topic, idle=1.0, timeout=10)[len(late) :]
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+    behind = sorted({v["low_watermark"] - BASE for v in json_values(late)})
+    assert not late, (
+        f"{len(late)} records of partitions read for half a second were late, behind "
+        f"watermarks {behind} (ms after BASE): the partitions were taken for idle before "
+        "they were read"
+    )
+    assert window_counts(msgs) == {(f"p{p}", BASE): [10] for p in (1, 2, 3)}
+
+
 # -- 3. watermarks are monotone, across SIGKILL ------------------------------------------------
 
 ECHO_JOB = """
@@ -267,7 +328,7 @@ class Echo(Computation):
 
 
 NAME, SOURCE, OUT = NAMES
-pipeline = Pipeline(NAME)
+pipeline = Pipeline(NAME, partitions=2)
 pipeline.source(SOURCE, watermark=BoundedOutOfOrderness(ms=500, idle_ms=5000))
 pipeline.computation("echo", lambda: Echo(OUT), inputs={SOURCE: key_by("k")},
                      outputs={OUT: None})
@@ -278,8 +339,6 @@ pipeline.computation("echo", lambda: Echo(OUT), inputs={SOURCE: key_by("k")},
 def test_watermarks_are_monotone_across_sigkill(kafka, tmp_path):
     """Per key, ctx.low_watermark in output order never decreases, though the job is killed
     twice while records flow; the marks each task publishes never decrease either."""
-    import random
-
     name = unique_name("wm-mono")
     names = (name, f"{name}-src", f"{name}-out")
     _, source, out_topic = names
@@ -304,6 +363,7 @@ def test_watermarks_are_monotone_across_sigkill(kafka, tmp_path):
 
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
+    pace = random.Random(5)
     try:
         for _ in range(2):
             # land the kill while records flow, once the watermark is known
@@ -315,7 +375,7 @@ def test_watermarks_are_monotone_across_sigkill(kafka, tmp_path):
                 30,
                 what="output with a known watermark",
             )
-            time.sleep(random.uniform(0.3, 1.0))
+            time.sleep(pace.uniform(0.3, 1.0))
             job.kill()
             job = start_job(tmp_path, module, kafka, computations=1)
         time.sleep(2)
@@ -327,36 +387,25 @@ def test_watermarks_are_monotone_across_sigkill(kafka, tmp_path):
         marks = read_marks(kafka, f"{name}.echo.watermarks", idle=1.0, timeout=10)
     finally:
         stop.set()
-        job.stop()
-    per_key: dict[str, list[tuple[int, int, int]]] = {}
+        assert job.stop() == 0, job.output()[-3000:]
+    assert sorted(_echoed(msgs)) == list(range(total)), "records lost or duplicated"
+    per_key: dict[str, list] = {}
     for m in msgs:
-        v = m.value()
-        per_key.setdefault(m.key().decode(), []).append((m.partition(), m.offset(), v))
-    seen = sorted(n for n, _ in (_echo(m) for m in msgs))
-    assert seen == list(range(total)), "records lost or duplicated"
+        per_key.setdefault(m.key().decode(), []).append(m)
     for key, rows in per_key.items():
-        assert len({p for p, _, _ in rows}) == 1, f"key {key} spread over partitions"
-        observed = [_decode_wm(v) for _, _, v in sorted(rows)]
+        assert len({m.partition() for m in rows}) == 1, f"key {key} spread over partitions"
+        observed = [v["low_watermark"] for v in json_values(sorted(rows, key=lambda m: m.offset()))]
         assert observed[-1] > MIN_TIME
-        backwards = [(a, b) for a, b in zip(observed, observed[1:], strict=False) if b < a]
+        backwards = [(a, b) for a, b in itertools.pairwise(observed) if b < a]
         assert not backwards, f"key {key}: ctx.low_watermark moved back {backwards[:3]}"
     by_producer: dict[str, list[int]] = {}
     for mark in marks:
         by_producer.setdefault(mark.producer, []).append(mark.watermark)
-    assert len(by_producer) == 8, sorted(by_producer)  # 4 keyed tasks, 4 repartitioners
+    assert len(by_producer) == 4, sorted(by_producer)  # 2 keyed tasks, 2 repartitioners
     for producer, values in by_producer.items():
-        backwards = [(a, b) for a, b in zip(values, values[1:], strict=False) if b < a]
+        backwards = [(a, b) for a, b in itertools.pairwise(values) if b < a]
         assert not backwards, f"{producer} published a watermark lower than before {backwards}"
 
 
-def _echo(msg) -> tuple[int, int]:
-    import json
-
-    v = json.loads(msg.value())
-    return v["n"], v["low_watermark"]
-
-
-def _decode_wm(raw: bytes) -> int:
-    import json
-
-    return json.loads(raw)["low_watermark"]
+def _echoed(msgs: list) -> list[int]:
+    return [v["n"] for v in json_values(msgs)]
