@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 import shutil
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.support import unique_name
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_BROKER_DIR = REPO / ".logwheel" / "test-broker"
@@ -49,11 +50,6 @@ def docker_available(timeout: float = 3.0) -> bool:
             client.close()
     except Exception:
         return False
-
-
-def unique_topic(prefix: str = "t") -> str:
-    """A topic (or group, or pipeline) name no other test, run or session uses."""
-    return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
 def create_topics(
@@ -104,7 +100,7 @@ def kafka() -> Iterator[str]:
 @pytest.fixture
 def unique() -> Callable[[str], str]:
     """`unique("orders")` -> a fresh name such as "orders-1f0c9a2b3d4e"."""
-    return unique_topic
+    return unique_name
 
 
 @pytest.fixture
