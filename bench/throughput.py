@@ -23,8 +23,11 @@ startup (imports, group join, restore) is outside the measurement without being 
    pre-filled topic; `seconds` runs from t0 until every output is readable read_committed.
 
 records/s = input records / seconds; ratio = records/s over the bare loop's. `first s` is when
-the first output became readable after t0. Everything shares one machine, broker included: run
-it on an otherwise idle one; `--repeat` reports the median of several runs.
+the first output became readable after t0. `CPU us/rec` is the CPU time (user + system, all
+threads, from /proc) the contender's process used between t0 and the last output, per input
+record; `CPU ratio` is the bare loop's over the contender's. CPU time moves much less than wall
+time when other processes compete for the machine (the broker shares it anyway), so compare
+runs by it; for wall-time figures run on an otherwise idle machine with `--repeat` (median).
 
     python bench/throughput.py [--records N] [--quick] [--repeat R] [--bootstrap H:P]
 """
@@ -107,6 +110,7 @@ class Timing:
     seconds: float  # input transaction committed until every output was readable
     first_s: float  # input transaction committed until the first output was readable
     records: int
+    cpu_s: float | None  # CPU time (user + system, all threads) the contender used meanwhile
 
 
 @dataclass
@@ -117,7 +121,9 @@ class Row:
     records_per_s: float
     first_s: float
     startup_s: float
+    cpu_us_per_record: float | None
     ratio: float = 0.0
+    cpu_ratio: float | None = None  # the bare loop's CPU per record over this one's
     runs: list[dict] = field(default_factory=list)
 
 
@@ -241,6 +247,14 @@ class Contender:
             self.proc.kill()
             self.proc.wait(30)
 
+    def cpu_s(self) -> float | None:
+        """CPU seconds the process has used so far, all threads (Linux /proc; else None)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def tail(self, lines: int = 30) -> str:
         text = self.log.read_text(errors="replace") if self.log.exists() else "(no log)"
         return "\n".join(text.splitlines()[-lines:])
@@ -279,17 +293,20 @@ class Bench:
             process.start()
             outputs.wait(PARTITIONS, STARTUP_TIMEOUT_S, process.alive, process.tail)
             startup = time.monotonic() - launched
+            cpu0 = process.cpu_s()
             t0 = time.monotonic()
             gate.open()
             first = outputs.wait(
                 PARTITIONS + len(self.words), RUN_TIMEOUT_S, process.alive, process.tail
             )
             done = time.monotonic()
+            cpu1 = process.cpu_s()
         finally:
             process.stop()
             outputs.close()
             gate.close()
-        return Timing(startup, done - t0, (first or done) - t0, len(self.words))
+        cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+        return Timing(startup, done - t0, (first or done) - t0, len(self.words), cpu)
 
     def _create(self, topic: str) -> None:
         self.admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
@@ -319,18 +336,31 @@ class Bench:
         return Contender(job.args, job.env, self.workdir / f"{name}.log")
 
     def cleanup(self) -> None:
-        """Delete what the run created on the broker (best effort)."""
-        for what, names, delete in (
-            ("groups", self.groups, self.admin.delete_consumer_groups),
-            ("topics", self.topics, self.admin.delete_topics),
-        ):
-            if not names:
-                continue
-            try:
-                for future in delete(sorted(set(names))).values():
+        """Delete what the run created on the broker (best effort). A group is deleted once
+        the broker has seen its stopped member leave, so non-empty ones are retried a while."""
+        groups, deadline = sorted(set(self.groups)), time.monotonic() + 20
+        while groups:
+            busy = []
+            for name, future in self.admin.delete_consumer_groups(groups).items():
+                try:
                     future.result(30)
-            except Exception as error:  # noqa: BLE001 - best effort
-                print(f"cleanup: deleting {what}: {error}", file=sys.stderr)
+                except confluent_kafka.KafkaException as error:
+                    if error.args[0].code() == KafkaError.NON_EMPTY_GROUP:
+                        busy.append(name)
+                    elif error.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
+                        print(f"cleanup: group {name}: {error}", file=sys.stderr)
+            if busy and time.monotonic() > deadline:
+                print(f"cleanup: groups still have members: {busy}", file=sys.stderr)
+                break
+            groups = busy
+            if groups:
+                time.sleep(1)
+        if self.topics:
+            for name, future in self.admin.delete_topics(sorted(set(self.topics))).items():
+                try:
+                    future.result(30)
+                except confluent_kafka.KafkaException as error:
+                    print(f"cleanup: topic {name}: {error}", file=sys.stderr)
 
 
 # -- the whole benchmark ---------------------------------------------------------------------------
@@ -352,7 +382,8 @@ def run(
                 print(
                     f"  {contender:24} run {attempt + 1}: {t.seconds:6.2f}s "
                     f"({t.records / t.seconds:9,.0f} records/s; first output after "
-                    f"{t.first_s:.3f}s; startup {t.startup_s:.2f}s)",
+                    f"{t.first_s:.3f}s; startup {t.startup_s:.2f}s; "
+                    f"CPU {'-' if t.cpu_s is None else f'{t.cpu_s:.2f}s'})",
                     flush=True,
                 )
     finally:
@@ -362,8 +393,11 @@ def run(
             bench.cleanup()
             shutil.rmtree(workdir, ignore_errors=True)
     rows = [_row(c, records, timings[c]) for c in contenders]
+    bare = rows[0]
     for row in rows:
-        row.ratio = row.records_per_s / rows[0].records_per_s
+        row.ratio = row.records_per_s / bare.records_per_s
+        if row.cpu_us_per_record and bare.cpu_us_per_record:
+            row.cpu_ratio = bare.cpu_us_per_record / row.cpu_us_per_record
     return rows
 
 
@@ -376,6 +410,11 @@ def _row(contender: str, records: int, runs: list[Timing]) -> Row:
         records_per_s=records / seconds,
         first_s=statistics.median(t.first_s for t in runs),
         startup_s=statistics.median(t.startup_s for t in runs),
+        cpu_us_per_record=(
+            None
+            if any(t.cpu_s is None for t in runs)
+            else statistics.median(t.cpu_s for t in runs) / records * 1e6
+        ),
         runs=[asdict(t) for t in runs],
     )
 
@@ -383,13 +422,15 @@ def _row(contender: str, records: int, runs: list[Timing]) -> Row:
 def table(rows: Sequence[Row]) -> str:
     head = (
         f"{'contender':24} {'records':>8} {'seconds':>8} {'records/s':>10} {'ratio':>6} "
-        f"{'first s':>8} {'startup s':>9}"
+        f"{'first s':>8} {'startup s':>9} {'CPU us/rec':>10} {'CPU ratio':>9}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
             f"{r.contender:24} {r.records:8d} {r.seconds:8.2f} {r.records_per_s:10,.0f} "
-            f"{r.ratio:6.2f} {r.first_s:8.3f} {r.startup_s:9.2f}"
+            f"{r.ratio:6.2f} {r.first_s:8.3f} {r.startup_s:9.2f} "
+            + ("         -" if r.cpu_us_per_record is None else f"{r.cpu_us_per_record:10.1f}")
+            + ("          -" if r.cpu_ratio is None else f" {r.cpu_ratio:9.2f}")
         )
     return "\n".join(lines)
 
@@ -447,7 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
-            "confluent_kafka": confluent_kafka.version()[0],
+            "confluent_kafka": confluent_kafka.__version__,
             "librdkafka": confluent_kafka.libversion()[0],
         },
         "method": (

@@ -59,6 +59,7 @@ from confluent_kafka.admin import AdminClient
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from bench.latency import PATCH_SOURCE  # noqa: E402
 from framework.broker import bootstrap_from  # noqa: E402
 from framework.injector import Injector  # noqa: E402
 from framework.pipeline import Pipeline  # noqa: E402
@@ -302,6 +303,23 @@ class WindowDelay:
     mean: float
 
 
+def _delete(admin: AdminClient, topics: list[str], groups: list[str]) -> None:
+    """Delete the run's topics and consumer groups (best effort). A group whose static member
+    (KIP-345) has not timed out yet is not empty and stays: it holds no data."""
+    for what, names, delete in (
+        ("topic", topics, admin.delete_topics),
+        ("group", groups, admin.delete_consumer_groups),
+    ):
+        if not names:
+            continue
+        for name, future in delete(names).items():
+            try:
+                future.result(30)
+            except Exception as error:  # noqa: BLE001 - best effort
+                if "NON_EMPTY_GROUP" not in str(error):
+                    print(f"cleanup: deleting {what} {name}: {error}", file=sys.stderr)
+
+
 def _cpu_tree_seconds(pid: int) -> float:
     """User + system CPU time of a process and its descendants so far (Linux /proc)."""
     total, stack = 0.0, [pid]
@@ -343,6 +361,17 @@ def measure(args: argparse.Namespace, bootstrap: str, workdir: Path) -> dict:
         lines = [f'"{k}" = {v}' for k, v in (_toml_pair(kv) for kv in args.kafka)]
         config.write_text("\n".join(["[kafka]", *lines, ""]))
         job.args += ["--config", str(config)]
+    patch = {}
+    if args.idle_poll_ms is not None:
+        patch["runner"] = {"idle_poll_s": args.idle_poll_ms / 1000}
+    if args.poll_first:
+        patch["poll_first"] = True
+    if patch:  # experimental: see PATCH_SOURCE in bench/latency.py; framework/ is untouched
+        patches = workdir / "patches"
+        patches.mkdir()
+        (patches / "sitecustomize.py").write_text(PATCH_SOURCE)
+        job.env["PYTHONPATH"] = f"{patches}{os.pathsep}{job.env['PYTHONPATH']}"
+        job.env["LOGWHEEL_BENCH_PATCH"] = json.dumps(patch)
     watcher = Watcher(bootstrap, pipeline, windows)
     feeder = Feeder(
         pipeline, bootstrap, f"{prefix}events", args.rate, args.advance_ms, args.bound_ms
@@ -451,15 +480,7 @@ def _check(job: Job, feeder: Feeder, deadline: float) -> None:
 
 def _cleanup(bootstrap: str, topics: list[str], groups: list[str]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for what, names, delete in (
-        ("groups", groups, admin.delete_consumer_groups),
-        ("topics", topics, admin.delete_topics),
-    ):
-        try:
-            for future in delete(sorted(set(names))).values():
-                future.result(30)
-        except Exception as error:  # noqa: BLE001 - best effort
-            print(f"cleanup: deleting {what}: {error}", file=sys.stderr)
+    _delete(admin, sorted(set(topics)), sorted(set(groups)))
 
 
 def table(series: Sequence[Series]) -> str:
@@ -505,6 +526,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="client setting for the stages, via `logwheel run --config` (repeatable)",
+    )
+    parser.add_argument(
+        "--idle-poll-ms",
+        type=float,
+        help="experimental: Runner(idle_poll_s=...) in the stages (default: the runner's, 20)",
+    )
+    parser.add_argument(
+        "--poll-first",
+        action="store_true",
+        help="experimental: the stages' idle wait returns at the first record (see latency.py)",
     )
     parser.add_argument("--bootstrap", help="else LOGWHEEL_BOOTSTRAP, else the embedded broker")
     parser.add_argument("--out", type=Path, help="results JSON (default under bench/results/)")
@@ -571,6 +602,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "keying",
                 "guarantee",
                 "kafka",
+                "idle_poll_ms",
+                "poll_first",
             )
         },
         "bootstrap": bootstrap,

@@ -45,7 +45,8 @@ def copy_json(value: Any) -> Any:
 
 def production_id(computation: str, cause: str, n: int) -> str:
     """Deterministic id of the `n`-th production of the hook call caused by `cause`."""
-    return format(mmh3.hash128(f"{computation}|{cause}|{n}"), "032x")
+    # the hex of hash128 as a big-endian integer, without the int round trip
+    return mmh3.hash_bytes(f"{computation}|{cause}|{n}")[::-1].hex()
 
 
 _UNTOUCHED = object()

@@ -162,8 +162,9 @@ class Generation:
         self.routes: dict[tuple[str, int], tuple[Task, InputPartition]] = {}
         self.dirty = False
         self.lost = False
+        self.rewind = False  # an aborted commit: re-run from the last committed state
         self.last_commit = time.monotonic()
-        self.marks: dict[str, tuple[int, bool]] = {}
+        self.marks: dict[str, tuple[int, bool, int]] = {}  # what each task last published
         topics = stateful + list(self.repartitioned)
         self.consumer.subscribe(
             topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
@@ -210,8 +211,21 @@ class Generation:
                 restore(self.restorer, self.spec, tp.partition, store)
                 task = KeyedTask(self.rt, tp.partition, store)
             task.resume(self.channels.latest(self.spec.watermarks, task.producer))
+            self._claim_outputs(task)
             self.tasks[ident] = task
         return task
+
+    def _claim_outputs(self, task: Task) -> None:
+        """A task taking over counts everything already in its output partitions as written
+        by it, so its first mark cannot overtake what its previous owner wrote after its
+        last mark."""
+        ends = []
+        for topic in task.outputs:
+            for p in range(self.rt.partitions.get(topic, 0)):
+                _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), 30)
+                if high > 0:
+                    ends.append(((topic, p), high - 1))
+        self.collector.remember(ends)
 
     @staticmethod
     def _start(consumer: Consumer, tp: TopicPartition, committed: dict) -> int:
@@ -250,8 +264,15 @@ class Generation:
         while not stop.is_set():
             if self.lost:
                 raise Restart("partitions were lost (session timed out?)")
-            msgs = consumer.consume(max_batch, 0 if self.dirty else self._idle_timeout())
+            if self.dirty:
+                msgs = consumer.consume(max_batch, 0)
+            else:  # consume() would sit out its whole timeout; poll() returns at the first
+                first = consumer.poll(self._idle_timeout())
+                msgs = [] if first is None else [first, *consumer.consume(max_batch - 1, 0)]
             channels.poll()
+            if self.rewind:  # a commit failed, perhaps in a rebalance callback inside consume
+                self._rewind()
+                continue
             for msg in msgs:
                 route = routes.get((msg.topic(), msg.partition()))
                 if route is not None and msg.error() is None:
@@ -292,10 +313,14 @@ class Generation:
             tasks = list(self.tasks.values())
             for task in tasks:
                 task.prepare_commit()
-            collector.flush()  # the marks below name the offsets these writes landed at
-            for task in tasks:
+            # A mark is due when what it promises moved. Its offsets cover every write so far
+            # (takeovers start from the end offsets), so unchanged marks need not be re-sent.
+            due = [t for t in tasks if self.marks.get(t.producer) != t.mark_state()]
+            if due:
+                collector.flush()  # the marks name the offsets these writes landed at
+            for task in due:
                 mark = task.mark()
-                self.marks[task.producer] = (mark.watermark, mark.idle)
+                self.marks[task.producer] = (mark.watermark, mark.idle, mark.input_watermark)
                 collector.send(
                     spec.watermarks, task.producer.encode(), encode_mark(mark), partition=0
                 )
@@ -314,13 +339,42 @@ class Generation:
                 if offsets:
                     self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as error:
-            raise Restart(f"commit failed: {error}") from error
+            self._abort(error)
+            return
         for task in tasks:
             task.committed()
         if self.eos:
             self.producer.begin_transaction()
         self.dirty = False
         self.last_commit = time.monotonic()
+
+    def _abort(self, error: KafkaException) -> None:
+        """A commit failed. If the transaction can be aborted (a rebalance moved the group's
+        generation under it, say), abort it and re-run from the last commit, as Kafka Streams
+        does; anything else ends this membership."""
+        err = error.args[0] if error.args else None
+        if not (isinstance(err, KafkaError) and (err.txn_requires_abort() or not self.eos)):
+            raise Restart(f"commit failed: {error}") from error
+        log.warning("%s: commit failed, re-running from the last commit: %s", self.spec.group, err)
+        if self.eos:
+            try:
+                self.producer.abort_transaction(60)
+                self.producer.begin_transaction()
+            except KafkaException as fatal:
+                raise Restart(f"abort failed: {fatal}") from fatal
+        self.dirty = False
+        self.rewind = True
+
+    def _rewind(self) -> None:
+        """Rebuild every task from its committed state and read again from the committed
+        offsets: what the aborted transaction did is gone from Kafka and never reached RocksDB."""
+        tps = [TopicPartition(topic, p) for topic, p in self.routes]
+        self._drop(tps)
+        self.marks.clear()
+        self._on_assign(self.consumer, tps)
+        for (topic, p), (_, inp) in self.routes.items():
+            self.consumer.seek(TopicPartition(topic, p, inp.position))
+        self.rewind = False
 
     def close(self, clean: bool) -> None:
         """Leave the group; a clean close commits first, an unclean one aborts."""

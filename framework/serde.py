@@ -361,7 +361,9 @@ def decoder_for(schema: str | None) -> Decoder:
 # -- JSON ----------------------------------------------------------------------------------
 
 _json_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-_json_decode = json.JSONDecoder().decode
+_json_decoder = json.JSONDecoder()
+_json_decode = _json_decoder.decode
+_json_scan = _json_decoder.scan_once  # decode() less its two whitespace regexes
 
 
 def encode_json(value: Any) -> bytes:
@@ -376,6 +378,13 @@ def decode_json(data: bytes | None) -> Any:
     """The value of UTF-8 JSON bytes; anything else is a DecodeError."""
     if data is None:
         raise DecodeError("no value (a tombstone) where a JSON value was expected")
+    try:  # the per-record fast path: compact JSON with nothing around it
+        text = data.decode("utf-8")
+        value, end = _json_scan(text, 0)
+        if end == len(text):
+            return value
+    except (UnicodeDecodeError, StopIteration, ValueError, RecursionError):
+        pass
     try:
         return _json_decode(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -100,13 +100,17 @@ class Task:
     def low_watermark(self) -> tuple[int, bool]:
         raise NotImplementedError
 
-    def mark(self) -> Mark:
-        """What to publish on the watermark channel in this commit."""
+    def mark_state(self) -> tuple[int, bool, int]:
+        """What a mark published now would promise: (watermark, idle, input watermark)."""
         watermark, idle = self.low_watermark()
-        self.published = max(self.published, watermark)
+        return max(self.published, watermark), idle, self.observed()
+
+    def mark(self) -> Mark:
+        """The mark to publish on the watermark channel in this commit."""
+        self.published, idle, observed = self.mark_state()
         written = self.rt.collector.written
         offsets = {tp: o for tp, o in written.items() if tp[0] in self.outputs}
-        return Mark(self.producer, self.published, idle, offsets, self.observed())
+        return Mark(self.producer, self.published, idle, offsets, observed)
 
     def observed(self) -> int:
         """The input low watermark this task's hooks have seen."""

@@ -1,0 +1,86 @@
+"""Runs every benchmark in bench/, one after the other, on one broker (`make bench`).
+
+A benchmark is a module `bench/<name>.py` that defines `main(argv) -> int` and a top-level
+`QUICK_ARGS` list: the arguments of its reduced run. Tools without `QUICK_ARGS` (bare_loop.py,
+profile_runner.py) are not benchmarks and are skipped. To add one, drop such a module here.
+
+    python bench/run_all.py [--quick] [--only NAME]... [--bootstrap H:P]
+
+The bootstrap address is resolved once (--bootstrap, else LOGWHEEL_BOOTSTRAP, else the
+embedded broker, started if needed) and passed to every benchmark as `--bootstrap`. Each writes
+its figures to bench/results/. The exit code is non-zero if any benchmark failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]
+from framework.broker import bootstrap_from  # noqa: E402
+
+
+def discover() -> list[str]:
+    """Names of the benchmark modules in bench/, sorted."""
+    names = []
+    for path in sorted(BENCH.glob("*.py")):
+        if path.stem.startswith("_") or path.stem == "run_all":
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        assigned = {
+            target.id
+            for node in tree.body
+            if isinstance(node, ast.Assign | ast.AnnAssign)
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)
+        }
+        defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        if "QUICK_ARGS" in assigned and "main" in defined:
+            names.append(path.stem)
+    return names
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="run every benchmark in bench/")
+    parser.add_argument("--quick", action="store_true", help="each benchmark's reduced run")
+    parser.add_argument("--only", action="append", metavar="NAME", help="run only these")
+    parser.add_argument("--bootstrap", help="else LOGWHEEL_BOOTSTRAP, else the embedded broker")
+    args = parser.parse_args(argv)
+
+    names = discover()
+    if args.only:
+        unknown = sorted(set(args.only) - set(names))
+        if unknown:
+            parser.error(f"no benchmark {unknown}; there are {names}")
+        names = [n for n in names if n in args.only]
+    bootstrap = bootstrap_from(args.bootstrap)
+    failed, began = [], time.monotonic()
+    for name in names:
+        module = importlib.import_module(name)
+        bench_argv = [*(module.QUICK_ARGS if args.quick else []), "--bootstrap", bootstrap]
+        print(f"== {name} {' '.join(bench_argv)}", flush=True)
+        started = time.monotonic()
+        try:
+            code = module.main(bench_argv)
+        except Exception:  # noqa: BLE001 - report it and go on with the others
+            traceback.print_exc()
+            code = 1
+        if code:
+            failed.append(name)
+        print(f"== {name}: {'FAILED' if code else 'done'} in {time.monotonic() - started:.1f}s\n")
+    print(
+        f"{len(names)} benchmark(s) in {time.monotonic() - began:.1f}s"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
