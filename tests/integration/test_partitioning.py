@@ -1,0 +1,64 @@
+"""Invariant 6: keys go to partitions as Kafka's Java default partitioner puts them, so Java
+producers and Spark jobs co-partition with logwheel's repartition topics."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from framework import Computation, Pipeline, key_by
+from framework.topics import create_topics
+from tests.support import REPO, Job, produce, read_topic, unique_name, write_job
+
+JARS = Path(os.environ.get("LOGWHEEL_KAFKA_JARS", REPO / "ops" / "jars" / "kafka"))
+
+
+class Nothing(Computation):
+    def process_record(self, ctx, record):
+        pass
+
+
+def pipeline_named(name: str, prefix: str) -> Pipeline:
+    pipeline = Pipeline(name)
+    pipeline.source(f"{prefix}in")
+    pipeline.computation("sink", Nothing, inputs={f"{prefix}in": key_by("k")})
+    return pipeline
+
+
+def java_partitions(keys: list[str], partitions: int) -> list[int]:
+    out = subprocess.run(
+        ["java", "-cp", f"{JARS}/*", str(Path(__file__).parent / "java" / "Partition.java"),
+         str(partitions)],
+        input="\n".join(keys) + "\n", capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    return [int(line) for line in out.stdout.split()]
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for Kafka's own murmur2")
+def test_repartition_topic_agrees_with_javas_default_partitioner(kafka, tmp_path):
+    name = unique_name("part")
+    prefix = f"{name}-"
+    pipeline = pipeline_named(name, prefix)
+    module = write_job(
+        tmp_path,
+        name.replace("-", "_"),
+        "from tests.integration.test_partitioning import pipeline_named\n"
+        f"pipeline = pipeline_named({name!r}, {prefix!r})\n",
+    )
+    create_topics(kafka, pipeline)
+    keys = [f"key-{i}" for i in range(300)] + ["", "ünïcödé", "a" * 200]
+    produce(kafka, f"{prefix}in", [(None, {"k": k}, None) for k in keys])
+    job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "s", path=tmp_path)
+    job.start()
+    try:
+        rekeyed = read_topic(kafka, f"{name}.sink.{prefix}in.by-key", expect=len(keys))
+    finally:
+        job.stop()
+    ours = {m.key().decode(): m.partition() for m in rekeyed}
+    assert sorted(ours) == sorted(keys)
+    javas = dict(zip(keys, java_partitions(keys, pipeline["sink"].partitions), strict=True))
+    assert ours == javas
