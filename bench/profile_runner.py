@@ -13,35 +13,18 @@ Not run by run_all.py (it defines no QUICK_ARGS): a tool for whoever tunes the r
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import pstats
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from confluent_kafka.admin import NewTopic
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import (  # noqa: E402
-    PARTITIONS,
-    REPO,
-    RESULTS,
-    Bench,
-    Gate,
-    Outputs,
-    bootstrap_from,
-    create_topics,
-    pipeline_topics,
-)
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import common, throughput  # noqa: E402
 from framework.runner import Runner  # noqa: E402
-from jobs.wordcount import CountWords  # noqa: E402
 
 
 class ProfiledStop(threading.Event):
@@ -66,85 +49,62 @@ class ProfiledStop(threading.Event):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="profile logwheel's count-words stage")
-    parser.add_argument("--records", type=int, default=200_000)
+    parser = common.Arguments("profile logwheel's count-words stage", {"records": 200_000})
     parser.add_argument(
         "--guarantee", default="exactly_once", choices=["exactly_once", "at_least_once"]
     )
-    parser.add_argument("--bootstrap", help="else LOGWHEEL_BOOTSTRAP, else the embedded broker")
     parser.add_argument("--top", type=int, default=30, help="rows of each listing")
-    parser.add_argument("--out", type=Path, default=RESULTS / "profile.pstats")
     parser.add_argument(
         "--no-profile", action="store_true", help="only time the in-process run (no cProfile)"
     )
     parser.add_argument("--commit-interval-ms", type=int, help="Runner(commit_interval_ms=...)")
     parser.add_argument("--max-batch", type=int, help="Runner(max_batch=...)")
-    args = parser.parse_args(argv)
-    bootstrap = bootstrap_from(args.bootstrap)
-
-    from framework import Pipeline
-
-    workdir = Path(tempfile.mkdtemp(prefix="logwheel-profile-"))
-    bench = Bench(bootstrap, args.records, workdir)
-    name = f"{bench.run}-profile"
-    source, output = f"{name}-words", f"{name}-out"
-    pipeline = Pipeline(name)
-    pipeline.source(source)
-    pipeline.computation(
-        "count-words",
-        lambda: CountWords(output),
-        inputs={source: None},
-        outputs={output: "wordcount.WordCount"},
-        guarantee=args.guarantee,
-    )
-    bench.topics.append(source)
-    bench.admin.create_topics([NewTopic(source, PARTITIONS, 1)])[source].result(30)
-    create_topics(bootstrap, pipeline)
-    bench.topics += [t.name for t in pipeline_topics(pipeline) if t.name != source]
-    bench.groups.append(pipeline["count-words"].group)
-
+    args = parser.parse(argv)
+    out = args.out or common.RESULTS / "profile.pstats"
+    tuning = {k: v for k in ("commit_interval_ms", "max_batch") if (v := getattr(args, k))}
     profiler = cProfile.Profile()
     stop = threading.Event() if args.no_profile else ProfiledStop(profiler)
-    tuning = {
-        name: value
-        for name, value in (
-            ("commit_interval_ms", args.commit_interval_ms),
-            ("max_batch", args.max_batch),
-        )
-        if value is not None
-    }
-    runner = Runner(
-        pipeline, "count-words", bootstrap=bootstrap, state_dir=workdir / "state", **tuning
-    )
     failure: list[BaseException] = []
 
-    def target() -> None:
-        try:
-            runner.run(stop)
-        except BaseException as error:  # noqa: BLE001 - reported by the main thread
-            failure.append(error)
+    def healthy() -> None:
+        if failure or not thread.is_alive():
+            raise RuntimeError(f"the runner stopped: {failure!r}")
 
-    gate = Gate(bootstrap, source, bench.words)
-    outputs = Outputs(bootstrap, output)
-    thread = threading.Thread(target=target, name="runner")
-    try:
-        thread.start()
-        alive = lambda: thread.is_alive()  # noqa: E731
-        why = lambda: repr(failure)  # noqa: E731
-        outputs.wait(PARTITIONS, 120, alive, why)
-        if isinstance(stop, ProfiledStop):
-            stop.begin.set()
-        t0, cpu0 = time.monotonic(), time.process_time()
-        gate.open()
-        outputs.wait(PARTITIONS + args.records, 600, alive, why)
-        seconds, cpu = time.monotonic() - t0, time.process_time() - cpu0
-    finally:
-        stop.set()
-        thread.join(60)
-        outputs.close()
-        gate.close()
-        bench.cleanup()
-        shutil.rmtree(workdir, ignore_errors=True)
+    with common.Workspace(args.bootstrap, "profile", args.keep) as ws:
+        source, output = f"{ws.run}-words", f"{ws.run}-out"
+        build = "bench.throughput:count_words"
+        pipeline = ws.pipeline(build, ws.run, source, output, args.guarantee)
+        runner = Runner(
+            pipeline,
+            "count-words",
+            bootstrap=args.bootstrap,
+            state_dir=ws.dir / "state",
+            **tuning,
+        )
+
+        def target() -> None:
+            try:
+                runner.run(stop)
+            except BaseException as error:  # noqa: BLE001 - reported by the main thread
+                failure.append(error)
+
+        gate = throughput.Gate(args.bootstrap, source, throughput.zipf_words(args.records))
+        outputs = throughput.Outputs(args.bootstrap, output)
+        thread = threading.Thread(target=target, name="runner")
+        try:
+            thread.start()
+            outputs.wait(throughput.PARTITIONS, common.STARTUP_TIMEOUT_S, healthy)
+            if isinstance(stop, ProfiledStop):
+                stop.begin.set()
+            t0, cpu0 = time.monotonic(), time.process_time()
+            gate.open()
+            outputs.wait(throughput.PARTITIONS + args.records, throughput.RUN_TIMEOUT_S, healthy)
+            seconds, cpu = time.monotonic() - t0, time.process_time() - cpu0
+        finally:
+            stop.set()
+            thread.join(60)
+            outputs.close()
+            gate.close()
 
     rate = f"{args.guarantee}: {args.records} records in {seconds:.2f}s"
     rate += f" ({args.records / seconds:,.0f} records/s"
@@ -152,13 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.no_profile:
         print(f"{rate}, in process, not profiled{' ' if tuning else ''}{tuning or ''}")
         return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    profiler.dump_stats(args.out)
-    print(f"{rate} under the profiler; stats in {args.out.relative_to(REPO)}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    profiler.dump_stats(out)
+    print(f"{rate} under the profiler; stats in {common.shown(out)}")
     for key in ("tottime", "cumulative"):
         buffer = io.StringIO()
-        stats = pstats.Stats(profiler, stream=buffer).strip_dirs().sort_stats(key)
-        stats.print_stats(args.top)
+        pstats.Stats(profiler, stream=buffer).strip_dirs().sort_stats(key).print_stats(args.top)
         print(f"\n== by {key} ==")
         print(buffer.getvalue())
     return 0

@@ -2,7 +2,8 @@
 
 A benchmark is a module `bench/<name>.py` that defines `main(argv) -> int` and a top-level
 `QUICK_ARGS` list: the arguments of its reduced run. Tools without `QUICK_ARGS` (bare_loop.py,
-profile_runner.py) are not benchmarks and are skipped. To add one, drop such a module here.
+profile_runner.py) and common.py are skipped. To add one, drop such a module here (and a test
+of its reduced run in tests/integration/test_bench.py).
 
     python bench/run_all.py [--quick] [--only NAME]... [--bootstrap H:P]
 
@@ -14,8 +15,8 @@ its figures to bench/results/. The exit code is non-zero if any benchmark failed
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib
+import re
 import sys
 import time
 import traceback
@@ -28,23 +29,13 @@ from framework.broker import bootstrap_from  # noqa: E402
 
 
 def discover() -> list[str]:
-    """Names of the benchmark modules in bench/, sorted."""
-    names = []
-    for path in sorted(BENCH.glob("*.py")):
-        if path.stem.startswith("_") or path.stem == "run_all":
-            continue
-        tree = ast.parse(path.read_text(), str(path))
-        assigned = {
-            target.id
-            for node in tree.body
-            if isinstance(node, ast.Assign | ast.AnnAssign)
-            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-            if isinstance(target, ast.Name)
-        }
-        defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-        if "QUICK_ARGS" in assigned and "main" in defined:
-            names.append(path.stem)
-    return names
+    """Names of the benchmark modules in bench/ (top-level `QUICK_ARGS` and `def main`)."""
+    return [
+        path.stem
+        for path in sorted(BENCH.glob("*.py"))
+        if re.search(r"^QUICK_ARGS\b", text := path.read_text(), re.M)
+        and re.search(r"^def main\(", text, re.M)
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,13 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", metavar="NAME", help="run only these")
     parser.add_argument("--bootstrap", help="else LOGWHEEL_BOOTSTRAP, else the embedded broker")
     args = parser.parse_args(argv)
-
     names = discover()
-    if args.only:
-        unknown = sorted(set(args.only) - set(names))
-        if unknown:
-            parser.error(f"no benchmark {unknown}; there are {names}")
-        names = [n for n in names if n in args.only]
+    if unknown := sorted(set(args.only or ()) - set(names)):
+        parser.error(f"no benchmark {unknown}; there are {names}")
+    names = [n for n in names if not args.only or n in args.only]
     bootstrap = bootstrap_from(args.bootstrap)
     failed, began = [], time.monotonic()
     for name in names:

@@ -1,0 +1,65 @@
+"""Every benchmark's reduced run (its `QUICK_ARGS`) on the session's broker: it exits 0 and
+writes the rows it should. No figure is asserted against a bound: the machine is shared and
+noisy, and `make bench` is where the figures are read."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from tests.support import REPO
+
+
+def load(name: str) -> ModuleType:
+    """bench/<name>.py, imported by path (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def quick_run(name: str, kafka: str, tmp_path: Path) -> tuple[ModuleType, dict]:
+    module = load(name)
+    out = tmp_path / f"{name}.json"
+    assert module.main([*module.QUICK_ARGS, "--bootstrap", kafka, "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["benchmark"] == name and report["bootstrap"] == kafka
+    return module, report
+
+
+def test_throughput(kafka: str, tmp_path: Path) -> None:
+    module, report = quick_run("throughput", kafka, tmp_path)
+    rows = report["rows"]
+    assert [r["contender"] for r in rows] == list(module.CONTENDERS)
+    for row in rows:
+        assert row["records"] == module.QUICK["records"]
+        assert row["seconds"] > 0 and row["records_per_s"] > 0 and len(row["runs"]) == 1
+    assert rows[0]["ratio"] == 1.0
+
+
+def test_latency(kafka: str, tmp_path: Path) -> None:
+    module, report = quick_run("latency", kafka, tmp_path)
+    rows = report["rows"]
+    assert [r["guarantee"] for r in rows] == list(module.GUARANTEES)
+    for row in rows:
+        assert set(row["hops"]) == set(module.HOPS)
+        for hop in module.HOPS:
+            stats = row["hops"][hop]
+            assert stats["records"] > 0, (row["guarantee"], hop)
+            assert stats["missing"] == 0, (row["guarantee"], hop, stats)
+            assert 0 < stats["p50"] <= stats["p95"] <= stats["p99"] <= stats["max"]
+
+
+def test_watermark_lag(kafka: str, tmp_path: Path) -> None:
+    module, report = quick_run("watermark_lag", kafka, tmp_path)
+    names = [s["name"] for s in report["series"]]
+    assert names == ["injector"] + [n for s in module.STAGES for n in (f"{s} by-key", s)]
+    for series in report["series"]:
+        assert series["samples"] > 0, series
+        assert series["mean"] > 0, series  # a watermark behind wall time, as it must be
+    assert [d["stage"] for d in report["window_delays"]] == list(module.STAGES)
+    assert all(d["windows"] > 0 for d in report["window_delays"])
