@@ -27,6 +27,19 @@ def write_job(directory: Path, module: str, source: str) -> str:
     return module
 
 
+def factory_job(directory: Path, factory: str, *args: object) -> str:
+    """A job module whose `pipeline` is `factory(*args)` (factory as "module:function");
+    returns `MODULE:pipeline` for `logwheel run`. Names come from args[0]."""
+    module, function = factory.split(":")
+    call = ", ".join(repr(a) for a in args)
+    name = write_job(
+        directory,
+        str(args[0]).replace("-", "_"),
+        f"from {module} import {function}\npipeline = {function}({call})\n",
+    )
+    return f"{name}:pipeline"
+
+
 class Job:
     """A `logwheel run` process: started, killed, stopped and resumed for real."""
 
@@ -174,12 +187,7 @@ class Wordcount:
         self.name = unique_name("wc")
         self.prefix = f"{self.name}-"
         self.pipeline = build(self.name, prefix=self.prefix, guarantee=guarantee)
-        self.module = write_job(
-            tmp,
-            self.name.replace("-", "_"),
-            "from jobs.wordcount import build\n"
-            f"pipeline = build({self.name!r}, prefix={self.prefix!r}, guarantee={guarantee!r})\n",
-        )
+        self.ref = factory_job(tmp, "jobs.wordcount:build", self.name, self.prefix, guarantee)
         create_topics(bootstrap, self.pipeline)
         self.lines_topic = f"{self.prefix}lines"
         self.counts_topic = f"{self.prefix}word-counts"
@@ -188,7 +196,7 @@ class Wordcount:
 
     def job(self, instance: str = "a", **kwargs) -> Job:
         return Job(
-            f"{self.module}:pipeline",
+            self.ref,
             bootstrap=self.bootstrap,
             state_dir=self.tmp / f"state-{instance}",
             path=self.tmp,

@@ -29,9 +29,7 @@ class CountWords(Computation):
         ctx.produce(self.counts, {"word": ctx.key, "count": count})
 
 
-def build(
-    name: str = "wordcount", *, prefix: str = "", guarantee: str = "exactly_once"
-) -> Pipeline:
+def build(name: str = "wordcount", prefix: str = "", guarantee: str = "exactly_once") -> Pipeline:
     """The wordcount pipeline; tests and benchmarks build it with a name and stream prefix of
     their own, since streams are named globally."""
     lines, words, counts = f"{prefix}lines", f"{prefix}words", f"{prefix}word-counts"

@@ -15,7 +15,7 @@ import pytest
 from framework.injector import Injector
 from framework.topics import create_topics
 from tests.chaos.windows_job import BUCKET, WINDOW, build
-from tests.support import Job, read_topic, unique_name, wait_for, write_job
+from tests.support import Job, factory_job, read_topic, unique_name, wait_for
 
 FULL = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
 WINDOWS = 200 if FULL else 60
@@ -48,19 +48,13 @@ def test_every_window_once_with_its_exact_count(kafka, tmp_path):
     name = unique_name("win")
     prefix = f"{name}-"
     pipeline = build(name, prefix)
-    module = write_job(
-        tmp_path,
-        name.replace("-", "_"),
-        f"from tests.chaos.windows_job import build\npipeline = build({name!r}, {prefix!r})\n",
-    )
+    ref = factory_job(tmp_path, "tests.chaos.windows_job:build", name, prefix)
     create_topics(kafka, pipeline)
     base = (time.time_ns() // 1_000_000 - 3_600_000) // BUCKET * BUCKET
     truth: Counter = Counter()
 
     def job() -> Job:
-        return Job(
-            f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path
-        )
+        return Job(ref, bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
 
     advanced = threading.Event()
     feeder = threading.Thread(

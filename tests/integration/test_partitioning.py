@@ -12,7 +12,7 @@ import pytest
 
 from framework import Computation, Pipeline, key_by
 from framework.topics import create_topics
-from tests.support import REPO, Job, produce, read_topic, unique_name, write_job
+from tests.support import REPO, Job, factory_job, produce, read_topic, unique_name
 
 JARS = Path(os.environ.get("LOGWHEEL_KAFKA_JARS", REPO / "ops" / "jars" / "kafka"))
 
@@ -43,16 +43,11 @@ def test_repartition_topic_agrees_with_javas_default_partitioner(kafka, tmp_path
     name = unique_name("part")
     prefix = f"{name}-"
     pipeline = pipeline_named(name, prefix)
-    module = write_job(
-        tmp_path,
-        name.replace("-", "_"),
-        "from tests.integration.test_partitioning import pipeline_named\n"
-        f"pipeline = pipeline_named({name!r}, {prefix!r})\n",
-    )
+    ref = factory_job(tmp_path, "tests.integration.test_partitioning:pipeline_named", name, prefix)
     create_topics(kafka, pipeline)
     keys = [f"key-{i}" for i in range(300)] + ["", "ünïcödé", "a" * 200]
     produce(kafka, f"{prefix}in", [(None, {"k": k}, None) for k in keys])
-    job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "s", path=tmp_path)
+    job = Job(ref, bootstrap=kafka, state_dir=tmp_path / "s", path=tmp_path)
     job.start()
     try:
         rekeyed = read_topic(kafka, f"{name}.sink.{prefix}in.by-key", expect=len(keys))

@@ -176,13 +176,13 @@ def test_watermark_never_overtakes_data(kafka, tmp_path):
 
 # -- 2. a silent partition stops holding the watermark back ------------------------------------
 
-IDLE_JOB = (
+BOUNDED_JOB = (
     WINDOW_COUNTER
     + """
 
 NAME, SOURCE, COUNTS, LATE = NAMES
 pipeline = Pipeline(NAME, partitions=4)
-pipeline.source(SOURCE, watermark=BoundedOutOfOrderness(ms=200, idle_ms=2000))
+pipeline.source(SOURCE, watermark=BoundedOutOfOrderness(ms=BOUND, idle_ms=2000))
 pipeline.computation(
     "windows",
     lambda: WindowCounter(COUNTS, LATE),
@@ -202,7 +202,8 @@ def test_silent_partition_does_not_hold_the_watermark_back(kafka, tmp_path):
     name = unique_name("wm-idle")
     names = (name, f"{name}-src", f"{name}-counts", f"{name}-late")
     _, source, counts_topic, _ = names
-    module = write_job(tmp_path, name.replace("-", "_"), job_source(IDLE_JOB, NAMES=names))
+    source_code = job_source(BOUNDED_JOB, NAMES=names, BOUND=200)
+    module = write_job(tmp_path, name.replace("-", "_"), source_code)
     job = start_job(tmp_path, module, kafka, computations=1)
     stop = threading.Event()
     fed: list[int] = []
@@ -250,23 +251,6 @@ def test_silent_partition_does_not_hold_the_watermark_back(kafka, tmp_path):
     assert silent >= {f"windows/by-key/{source}/{p}" for p in (1, 2, 3)}, silent
 
 
-STARTUP_JOB = (
-    WINDOW_COUNTER
-    + """
-
-NAME, SOURCE, COUNTS, LATE = NAMES
-pipeline = Pipeline(NAME, partitions=4)
-pipeline.source(SOURCE, watermark=BoundedOutOfOrderness(ms=0, idle_ms=2000))
-pipeline.computation(
-    "windows",
-    lambda: WindowCounter(COUNTS, LATE),
-    inputs={SOURCE: key_by("k")},
-    outputs={COUNTS: None, LATE: None},
-)
-"""
-)
-
-
 def test_a_partition_is_not_idle_before_it_was_read(kafka, tmp_path):
     """Idleness is silence while being read: partitions 1-3 get their first records half a
     second after the job took its partitions, well within idle_ms (2 s), so they still hold
@@ -279,7 +263,8 @@ def test_a_partition_is_not_idle_before_it_was_read(kafka, tmp_path):
     name = unique_name("wm-start")
     names = (name, f"{name}-src", f"{name}-counts", f"{name}-late")
     _, source, counts_topic, late_topic = names
-    module = write_job(tmp_path, name.replace("-", "_"), job_source(STARTUP_JOB, NAMES=names))
+    source_code = job_source(BOUNDED_JOB, NAMES=names, BOUND=0)
+    module = write_job(tmp_path, name.replace("-", "_"), source_code)
     create_topics(kafka, import_job(tmp_path, module).pipeline)
     producer = Producer({"bootstrap.servers": kafka})
     for i in range(20):  # waiting when the job starts, a minute ahead
