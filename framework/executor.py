@@ -137,10 +137,6 @@ class KeyedState:
             del self._cache[key]
             self._committed.pop(key, None)
 
-    def dirty(self) -> bool:
-        """Whether any key was touched since the last `committed()`."""
-        return bool(self._touched or self._reported)
-
     def __len__(self) -> int:
         return len(self._cache)
 

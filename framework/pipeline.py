@@ -121,6 +121,18 @@ class ComputationSpec:
         return f"{self.group}.{stream}.by-key"
 
     @property
+    def keyed_topics(self) -> list[str]:
+        """Topics whose partition p belongs to keyed task p: the `.by-key` topic of each
+        re-keyed input, the stream itself for an input kept by its Kafka key."""
+        return [self.by_key(i.stream) if i.key else i.stream for i in self.inputs]
+
+    @property
+    def consumed_topics(self) -> list[str]:
+        """Everything the computation's consumer group reads: its keyed topics and the
+        streams it re-keys."""
+        return self.keyed_topics + [i.stream for i in self.inputs if i.key]
+
+    @property
     def exactly_once(self) -> bool:
         return self.guarantee == "exactly_once"
 

@@ -10,7 +10,6 @@ batch as the data it describes, so the two can never disagree after a crash.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -88,7 +87,3 @@ class TaskStore:
 
     def close(self) -> None:
         self._db.close()
-
-    def destroy(self) -> None:
-        self._db.close()
-        shutil.rmtree(self.path, ignore_errors=True)

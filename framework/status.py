@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from framework.api import MIN_TIME
-from framework.kafka import consumer_config
+from framework.kafka import client_config, consumer_config
 from framework.pipeline import ComputationSpec, Pipeline
-from framework.watermarks import decode_mark, task_producer
+from framework.watermarks import WatermarkChannels, task_producer
 
 
 @dataclass(frozen=True)
@@ -25,37 +26,27 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
     """Per computation: the minimum of its tasks' published watermarks, its lag behind wall
     time, and the records its consumer group has yet to read."""
     now = time.time_ns() // 1_000_000
-    rows = []
-    for spec in pipeline.computations.values():
-        marks = _latest_marks(bootstrap, spec.watermarks, kafka)
-        values = [marks.get(task_producer(spec.name, p)) for p in range(spec.partitions)]
-        low = None if None in values or MIN_TIME in values else min(values)
-        lag = None if low is None else now - low
-        rows.append(Status(spec.name, low, lag, _consumer_lag(bootstrap, spec, kafka)))
-    return rows
-
-
-def _latest_marks(bootstrap: str, channel: str, kafka: dict | None) -> dict[str, int]:
-    consumer = Consumer(consumer_config(bootstrap, extra=kafka))
-    consumer.assign([TopicPartition(channel, 0, OFFSET_BEGINNING)])
-    marks: dict[str, int] = {}
-    deadline = time.monotonic() + 30
+    existing = set(AdminClient(client_config(bootstrap, kafka)).list_topics(timeout=30).topics)
+    channels = WatermarkChannels(consumer_config(bootstrap, extra=kafka))
     try:
-        while time.monotonic() < deadline:
-            for msg in consumer.consume(1000, 0.1):
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        return marks
-                    if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                        return marks
-                    continue
-                if msg.value() is not None:
-                    mark = decode_mark(msg.value())
-                    marks[mark.producer] = mark.watermark
+        channels.follow(
+            s.watermarks for s in pipeline.computations.values() if s.watermarks in existing
+        )
+        channels.catch_up()
+        rows = []
+        for spec in pipeline.computations.values():
+            marks = [
+                channels.latest(spec.watermarks, task_producer(spec.name, p))
+                for p in range(spec.partitions)
+            ]
+            values = [m.watermark for m in marks if m is not None]
+            known = len(values) == spec.partitions and MIN_TIME not in values
+            low = min(values) if known else None
+            lag = None if low is None else now - low
+            rows.append(Status(spec.name, low, lag, _consumer_lag(bootstrap, spec, kafka)))
+        return rows
     finally:
-        consumer.close()
-    return marks
+        channels.close()
 
 
 def _consumer_lag(bootstrap: str, spec: ComputationSpec, kafka: dict | None) -> int | None:
@@ -63,8 +54,7 @@ def _consumer_lag(bootstrap: str, spec: ComputationSpec, kafka: dict | None) -> 
     config["group.id"] = spec.group
     consumer = Consumer(config)
     try:
-        topics = {spec.by_key(i.stream) if i.key else i.stream for i in spec.inputs}
-        topics |= {i.stream for i in spec.inputs if i.key}
+        topics = spec.consumed_topics
         metadata = consumer.list_topics(timeout=10).topics
         tps = [
             TopicPartition(t, p) for t in topics if t in metadata for p in metadata[t].partitions

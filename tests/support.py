@@ -27,17 +27,37 @@ def write_job(directory: Path, module: str, source: str) -> str:
     return module
 
 
-def factory_job(directory: Path, factory: str, *args: object) -> str:
-    """A job module whose `pipeline` is `factory(*args)` (factory as "module:function");
-    returns `MODULE:pipeline` for `logwheel run`. Names come from args[0]."""
-    module, function = factory.split(":")
-    call = ", ".join(repr(a) for a in args)
-    name = write_job(
-        directory,
-        str(args[0]).replace("-", "_"),
-        f"from {module} import {function}\npipeline = {function}({call})\n",
-    )
-    return f"{name}:pipeline"
+def job_source(template: str, **constants: object) -> str:
+    """A job module: `template` (which builds `pipeline`) after the constants it reads."""
+    lines = [f"{name} = {value!r}" for name, value in constants.items()]
+    return "\n".join(lines) + "\n" + template
+
+
+class UniqueJob:
+    """A pipeline built by `factory(name, stream_prefix, *args)` under a fresh name (streams are
+    named globally), written as a job module `logwheel run` can import, its topics created."""
+
+    def __init__(self, bootstrap: str, directory: Path, factory: str, prefix: str, *args) -> None:
+        from framework.topics import create_topics
+
+        self.bootstrap, self.directory = bootstrap, directory
+        self.name = unique_name(prefix)
+        self.prefix = f"{self.name}-"
+        module, function = factory.split(":")
+        call = ", ".join(repr(a) for a in (self.name, self.prefix, *args))
+        source = f"from {module} import {function}\npipeline = {function}({call})\n"
+        self.module = write_job(directory, self.name.replace("-", "_"), source)
+        self.pipeline = import_job(directory, self.module).pipeline
+        create_topics(bootstrap, self.pipeline)
+
+    def job(self, state: str = "state", **kwargs) -> Job:
+        return Job(
+            f"{self.module}:pipeline",
+            bootstrap=self.bootstrap,
+            state_dir=self.directory / state,
+            path=self.directory,
+            **kwargs,
+        )
 
 
 class Job:
@@ -92,12 +112,34 @@ class Job:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def wait_working(self, computations: int = 1, timeout: float = 60) -> Job:
+        """Wait until this incarnation's computations hold their partitions (each logs
+        "assigned"); fails if the job died instead."""
+        wait_for(
+            lambda: (
+                self.output(this_start=True).count("assigned") >= computations or not self.alive()
+            ),
+            timeout,
+            what="the job to take its partitions",
+        )
+        assert self.alive(), self.output()[-3000:]
+        return self
+
     def output(self, *, this_start: bool = False) -> str:
         """What the job printed (since its latest start, if `this_start`)."""
         if not self.log.exists():
             return ""
         raw = self.log.read_bytes()
         return raw[self.log_start if this_start else 0 :].decode(errors="replace")
+
+
+def start_job(directory: Path, module: str, bootstrap: str, computations: int = 1) -> Job:
+    """`logwheel run MODULE:pipeline` for a module written by `write_job`, once it holds its
+    partitions."""
+    job = Job(
+        f"{module}:pipeline", bootstrap=bootstrap, state_dir=directory / "state", path=directory
+    )
+    return job.start().wait_working(computations)
 
 
 def produce(
@@ -180,28 +222,20 @@ class Wordcount:
     VOCABULARY = [f"w{i}" for i in range(200)]
 
     def __init__(self, bootstrap: str, tmp: Path, guarantee: str = "exactly_once") -> None:
-        from framework.topics import create_topics
-        from jobs.wordcount import build
-
-        self.bootstrap, self.tmp = bootstrap, tmp
-        self.name = unique_name("wc")
-        self.prefix = f"{self.name}-"
-        self.pipeline = build(self.name, prefix=self.prefix, guarantee=guarantee)
-        self.ref = factory_job(tmp, "jobs.wordcount:build", self.name, self.prefix, guarantee)
-        create_topics(bootstrap, self.pipeline)
+        self.bootstrap = bootstrap
+        self.unique = UniqueJob(bootstrap, tmp, "jobs.wordcount:build", "wc", guarantee)
+        self.name, self.prefix, self.pipeline = (
+            self.unique.name,
+            self.unique.prefix,
+            self.unique.pipeline,
+        )
         self.lines_topic = f"{self.prefix}lines"
         self.counts_topic = f"{self.prefix}word-counts"
         self.words: dict[str, int] = {}
         self.sent = 0
 
     def job(self, instance: str = "a", **kwargs) -> Job:
-        return Job(
-            self.ref,
-            bootstrap=self.bootstrap,
-            state_dir=self.tmp / f"state-{instance}",
-            path=self.tmp,
-            **kwargs,
-        )
+        return self.unique.job(f"state-{instance}", **kwargs)
 
     def send_lines(self, n: int, seed: int = 0) -> None:
         import random

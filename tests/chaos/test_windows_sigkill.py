@@ -13,9 +13,8 @@ from collections import Counter
 import pytest
 
 from framework.injector import Injector
-from framework.topics import create_topics
-from tests.chaos.windows_job import BUCKET, WINDOW, build
-from tests.support import Job, factory_job, read_topic, unique_name, wait_for
+from tests.chaos.windows_job import BUCKET, WINDOW
+from tests.support import UniqueJob, read_topic, wait_for
 
 FULL = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
 WINDOWS = 200 if FULL else 60
@@ -45,39 +44,29 @@ def feed(pipeline, bootstrap: str, base: int, truth: Counter, advanced: threadin
 
 
 def test_every_window_once_with_its_exact_count(kafka, tmp_path):
-    name = unique_name("win")
-    prefix = f"{name}-"
-    pipeline = build(name, prefix)
-    ref = factory_job(tmp_path, "tests.chaos.windows_job:build", name, prefix)
-    create_topics(kafka, pipeline)
+    unique = UniqueJob(kafka, tmp_path, "tests.chaos.windows_job:build", "win")
+    pipeline, prefix = unique.pipeline, unique.prefix
     base = (time.time_ns() // 1_000_000 - 3_600_000) // BUCKET * BUCKET
     truth: Counter = Counter()
-
-    def job() -> Job:
-        return Job(ref, bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
 
     advanced = threading.Event()
     feeder = threading.Thread(
         target=feed, args=(pipeline, kafka, base, truth, advanced), daemon=True
     )
-    running = job().start()
+    running = unique.job().start()
     feeder.start()
     rng = random.Random(11)
     try:
         for _ in range(KILLS):
             time.sleep(rng.uniform(1.0, 0.2 * WINDOWS / KILLS))
-            wait_for(
-                lambda job=running: job.output(this_start=True).count("assigned") >= 3,
-                60,
-                what="every stage of the restarted job at work",
-            )
+            running.wait_working(3)
             # land while windows are closing: just after the watermark moved
             advanced.clear()
             advanced.wait(5)
             time.sleep(rng.uniform(0.0, 0.03))
             assert running.alive(), running.output()[-3000:]
             running.kill()
-            running = job().start()
+            running = unique.job().start()
         feeder.join()
         buckets = WINDOWS * WINDOW // BUCKET
         wait_for(

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.support import Wordcount, wait_for
+from tests.support import Wordcount
 
 FULL = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
 LINES = 100_000 if FULL else 12_000
@@ -35,7 +35,7 @@ def run_with_kills(wc: Wordcount) -> int:
     try:
         while kills < KILLS:
             time.sleep(rng.uniform(0.3, 2 * span / KILLS))
-            _wait_until_working(job)
+            job.wait_working(2)
             # land while a fresh batch is in flight: between hooks, productions and the commit
             fed.clear()
             fed.wait(5)
@@ -49,15 +49,6 @@ def run_with_kills(wc: Wordcount) -> int:
     finally:
         job.stop()
     return kills
-
-
-def _wait_until_working(job) -> None:
-    """Both computations of this incarnation hold their partitions (the log says so)."""
-    wait_for(
-        lambda: job.output(this_start=True).count("assigned") >= 2 or not job.alive(),
-        60,
-        what="the restarted job to take its partitions",
-    )
 
 
 def _feed(wc: Wordcount, fed: threading.Event) -> None:

@@ -8,18 +8,18 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import pytest
 
 from framework.api import MIN_TIME
 from framework.injector import FileInjector, Injector
 from tests.support import (
-    Job,
     import_job,
+    job_source,
     json_values,
     read_marks,
     read_topic,
+    start_job,
     unique_name,
     wait_for,
     write_job,
@@ -29,25 +29,6 @@ pytestmark = pytest.mark.timeout(120)
 
 WINDOW = 1_000
 BASE = 1_700_000_000_000  # a multiple of WINDOW
-
-
-def job_source(template: str, **constants: object) -> str:
-    """A job module: `template` (which builds `pipeline`) after the constants it reads."""
-    lines = [f"{name} = {value!r}" for name, value in constants.items()]
-    return "\n".join(lines) + "\n" + template
-
-
-def start_job(tmp_path: Path, module: str, kafka: str) -> Job:
-    """Start `logwheel run module:pipeline` (one computation) and wait for its partitions."""
-    job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
-    job.start()
-    wait_for(
-        lambda: "assigned" in job.output(this_start=True) or not job.alive(),
-        60,
-        what="the job to take its partitions",
-    )
-    assert job.alive(), job.output()[-3000:]
-    return job
 
 
 # -- several injector processes ----------------------------------------------------------------

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from framework import Computation, Pipeline, key_by
-from framework.topics import create_topics
-from tests.support import REPO, Job, factory_job, produce, read_topic, unique_name
+from tests.support import REPO, UniqueJob, produce, read_topic
 
 JARS = Path(os.environ.get("LOGWHEEL_KAFKA_JARS", REPO / "ops" / "jars" / "kafka"))
 
@@ -40,15 +39,13 @@ def java_partitions(keys: list[str], partitions: int) -> list[int]:
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for Kafka's own murmur2")
 def test_repartition_topic_agrees_with_javas_default_partitioner(kafka, tmp_path):
-    name = unique_name("part")
-    prefix = f"{name}-"
-    pipeline = pipeline_named(name, prefix)
-    ref = factory_job(tmp_path, "tests.integration.test_partitioning:pipeline_named", name, prefix)
-    create_topics(kafka, pipeline)
+    unique = UniqueJob(
+        kafka, tmp_path, "tests.integration.test_partitioning:pipeline_named", "part"
+    )
+    name, prefix, pipeline = unique.name, unique.prefix, unique.pipeline
     keys = [f"key-{i}" for i in range(300)] + ["", "ünïcödé", "a" * 200]
     produce(kafka, f"{prefix}in", [(None, {"k": k}, None) for k in keys])
-    job = Job(ref, bootstrap=kafka, state_dir=tmp_path / "s", path=tmp_path)
-    job.start()
+    job = unique.job().start()
     try:
         rekeyed = read_topic(kafka, f"{name}.sink.{prefix}in.by-key", expect=len(keys))
     finally:

@@ -9,18 +9,18 @@ import itertools
 import random
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
 from framework.api import MIN_TIME
 from tests.support import (
-    Job,
     import_job,
+    job_source,
     json_values,
     read_marks,
     read_topic,
+    start_job,
     unique_name,
     wait_for,
     write_job,
@@ -69,26 +69,6 @@ class WindowCounter(Computation):
                         "low_watermark": ctx.low_watermark},
         )
 """
-
-
-def job_source(template: str, **constants: object) -> str:
-    """A job module: `template` (which builds `pipeline`) after the constants it reads."""
-    lines = [f"{name} = {value!r}" for name, value in constants.items()]
-    return "\n".join(lines) + "\n" + template
-
-
-def start_job(tmp_path: Path, module: str, kafka: str, computations: int) -> Job:
-    """Start `logwheel run module:pipeline` and wait until every computation holds its
-    partitions (each child logs "assigned")."""
-    job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
-    job.start()
-    wait_for(
-        lambda: job.output(this_start=True).count("assigned") >= computations or not job.alive(),
-        60,
-        what="the job to take its partitions",
-    )
-    assert job.alive(), job.output()[-3000:]
-    return job
 
 
 def window_counts(msgs: list) -> dict[tuple[str, int], list[int]]:
