@@ -148,9 +148,8 @@ class Generation:
         self.rt = Runtime(runner.pipeline, spec, self.collector, partitions)
         self.channels = WatermarkChannels(consumer_config(bootstrap, extra=extra))
         self.restorer = Consumer(consumer_config(bootstrap, extra=extra))
-        stateful = [spec.by_key(i.stream) if i.key else i.stream for i in spec.inputs]
-        # Range co-locates partition p of every stateful input; with one, cooperative is better.
-        assignor = "cooperative-sticky" if len(stateful) == 1 else "range"
+        # Range co-locates partition p of every keyed topic; with one, cooperative is better.
+        assignor = "cooperative-sticky" if len(spec.keyed_topics) == 1 else "range"
         self.consumer = Consumer(
             consumer_config(
                 bootstrap, group=spec.group, instance=instance, assignor=assignor, extra=extra
@@ -165,9 +164,11 @@ class Generation:
         self.rewind = False  # an aborted commit: re-run from the last committed state
         self.last_commit = time.monotonic()
         self.marks: dict[str, tuple[int, bool, int]] = {}  # what each task last published
-        topics = stateful + list(self.repartitioned)
         self.consumer.subscribe(
-            topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+            spec.consumed_topics,
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
         )
 
     def _channels(self) -> list[str]:
@@ -274,13 +275,17 @@ class Generation:
                 self._rewind()
                 continue
             for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    _check(err)
+                    continue
                 route = routes.get((msg.topic(), msg.partition()))
-                if route is not None and msg.error() is None:
+                if route is not None:
                     route[0].handle(msg, route[1])
-                elif msg.error() is not None:
-                    _check(msg.error())
             if msgs:
                 self.dirty = True
+            elif routes:
+                self._catch_up_positions()
             for task in list(self.tasks.values()):
                 if task.tick():
                     self.dirty = True
@@ -291,6 +296,16 @@ class Generation:
                 len(msgs) < max_batch or time.monotonic() - self.last_commit >= interval
             ):
                 self.commit()
+
+    def _catch_up_positions(self) -> None:
+        """Read positions move past transaction markers too, which no message reports: take
+        them from the consumer when idle, or a mark naming a marker's offset (as a takeover's
+        claim of its outputs' end offsets does) would never apply."""
+        tps = [TopicPartition(topic, p) for topic, p in self.routes]
+        for tp in self.consumer.position(tps):
+            route = self.routes.get((tp.topic, tp.partition))
+            if route is not None and tp.offset > route[1].position:
+                route[1].position = tp.offset
 
     def _idle_timeout(self) -> float:
         timeout = self.runner.idle_poll_s
