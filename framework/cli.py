@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from framework.broker import Broker, BrokerError, bootstrap_from, default_home
-from framework.pipeline import PipelineError
+from framework.errors import ConfigurationError, Fatal
 
-USER_ERRORS: tuple[type[Exception], ...] = (BrokerError, PipelineError)
+USER_ERRORS: tuple[type[Exception], ...] = (BrokerError, ConfigurationError, Fatal)
 NOT_RUNNING = 3
 """Exit code of `broker status` when the broker is not running (as for LSB init scripts)."""
 

@@ -1,14 +1,22 @@
-"""Everything a process writes goes through one producer, and this records where it landed.
+"""Everything a process writes goes through one producer; the collector records where it landed
+and what the broker refused (Kafka Streams' RecordCollectorImpl).
 
-The offsets are what watermark marks carry (invariant 4) and what local checkpoints record.
+The offsets are what watermark marks carry (invariant 4) and what local checkpoints record. A
+refusal fails the commit it belongs to. When the broker refuses a record for its content (too
+large, a timestamp outside its window, ...), the runner re-runs from the last commit and
+isolates the input record whose hook call made it (`poisoned`), so that one is dead-lettered
+instead of failing every commit forever (invariant 7). Refusals that are not the data's fault
+(broker down, fencing) are raised as they are: retry or rejoin, never dead-letter good data.
 """
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Iterable
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from framework.dead_letters import reason_of
+from framework.limits import TopicLimits
 
 ID_HEADER = "logwheel.id"
 ERROR_HEADERS = (
@@ -18,13 +26,28 @@ ERROR_HEADERS = (
     "logwheel.source.partition",
     "logwheel.source.offset",
 )
+TRUNCATED_HEADER = "logwheel.error.truncated"
+
+DATA_FAULTS = frozenset(
+    (
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.INVALID_MSG_SIZE,
+        KafkaError.INVALID_TIMESTAMP,
+        KafkaError.INVALID_RECORD,
+        KafkaError.INVALID_MSG,
+        KafkaError.RECORD_LIST_TOO_LARGE,
+    )
+)
+"""Broker refusals caused by a record's content: retrying cannot help."""
 
 
 class Collector:
     """A producer plus the last offset it wrote to each topic-partition."""
 
-    def __init__(self, config: dict) -> None:
+    def __init__(self, config: dict, limits: TopicLimits | None = None) -> None:
         self.written: dict[tuple[str, int], int] = {}
+        self.limits = limits or TopicLimits()
+        self.poisoned: dict[tuple[str, int, int], str] = {}  # input position -> refusal
         self._errors: list[KafkaError] = []
         self.producer = Producer({**config, "on_delivery": self._delivered})
 
@@ -55,17 +78,20 @@ class Collector:
                 return
             except BufferError:
                 self.producer.poll(0.05)
+            except KafkaException as error:  # refused before sending: fails the commit
+                self._errors.append(error.args[0])
+                return
 
     def dead_letter(
         self,
         dlq: str,
         msg: Message | None,
-        error: BaseException | str,
+        error: BaseException,
         stage: str,
         fallback: tuple[bytes | None, bytes | None, int] = (None, None, 0),
     ) -> None:
-        """Send the original bytes to the dead-letter topic with the reason in headers."""
-        reason = error if isinstance(error, str) else _describe(error)
+        """Send the original bytes to the dead-letter topic with the reason in headers; a value
+        too large for the dead-letter topic is cut to fit, its size in a header."""
         if msg is not None:
             key, value, timestamp = msg.key(), msg.value(), msg.timestamp()[1]
             source = (msg.topic(), str(msg.partition()), str(msg.offset()))
@@ -74,24 +100,28 @@ class Collector:
             key, value, timestamp = fallback
             source = ("", "", "")
             headers = []
-        headers += list(zip(ERROR_HEADERS, (reason, stage, *source), strict=True))
+        headers += zip(ERROR_HEADERS, (reason_of(error), stage, *source), strict=True)
+        room = self.limits.room(dlq, key, headers)
+        if value is not None and len(value) > room:
+            headers.append((TRUNCATED_HEADER, str(len(value)).encode()))
+            value = value[: max(0, room - 32)]
+        if not self.limits.timestamp_ok(dlq, timestamp):
+            timestamp = 0  # the broker's time: a dead letter is kept whatever its timestamp
         self.send(dlq, key, value, timestamp=timestamp or None, headers=headers)
 
     def flush(self) -> None:
-        """Wait for every send; raise the first delivery error."""
+        """Wait for every send; raise the first refusal."""
         self.producer.flush()
         if self._errors:
             err, self._errors = self._errors[0], []
             raise KafkaException(err)
+
+    def discard_errors(self) -> None:
+        """The transaction was aborted: refusals of what it held (purged sends) are moot."""
+        self._errors = []
 
     def remember(self, offsets: Iterable[tuple[tuple[str, int], int]]) -> None:
         """Take over offsets a previous owner wrote, so marks never claim less than it did."""
         for key, offset in offsets:
             if offset > self.written.get(key, -1):
                 self.written[key] = offset
-
-
-def _describe(error: BaseException) -> str:
-    last = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
-    where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
-    return f"{type(error).__name__}: {error}{where}"

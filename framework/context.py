@@ -1,30 +1,54 @@
 """The keyed context: what a hook sees of one key while the executor runs it.
 
 One `KeyedContext` object serves every hook call of an executor; `_bind` points it at the next
-key (the per-record hot path, so it only sets a few slots). Everything a hook does goes through
-it and stays undoable until the call returns:
+key (the per-record hot path, so it only sets a few slots). A hook call is atomic at the hook:
+everything it does stays undoable until it returns, and it counts as done only once all of it
+is known to be storable (invariants 1 and 7):
 
-- state: the key's document is the live dict from the executor's `KeyedState` cache; the first
-  access in a call takes a copy of it (plain JSON-shaped data, so a small recursive copy, far
-  cheaper than `copy.deepcopy`) to put back if the hook raises;
+- state: the key's document is the live dict from the `KeyedState` cache; when the call
+  returns it is sealed (encoded, checked against the changelog's limit); a failed call puts
+  back the last sealed form;
 - timers: the first change to a (key, tag) in a call remembers what was there before;
-- productions: captured (copied) when produced, buffered, and handed to the collector only
-  when the hook returns normally, with deterministic ids
+- productions: captured (copied) when produced, buffered, and when the hook returns encoded and
+  checked by the output (schema, size, timestamp window) with deterministic ids
   (`mmh3.hash128("<pipeline>.<computation>|<cause>|<n>")`, cause = the input record's id or
-  `timer|key|tag|time`), so a hook re-run after an aborted commit produces the same ids and
-  downstream deduplication can drop the repeats.
+  `timer|key|tag|time`); only if every one of them and the state pass are they handed on. A
+  re-run after an aborted commit produces the same ids.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import mmh3
 
-from framework.api import DOMAINS, EVENT, Timer
+from framework.api import DOMAINS, EVENT, Record, Timer
+from framework.keyed_state import KeyedState
+from framework.timers import TimerService
 
-if TYPE_CHECKING:
-    from framework.executor import Executor
+
+class Output(Protocol):
+    """Where an executor's productions and dead letters go (Kafka, memory, Spark)."""
+
+    def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Any:
+        """Encode and check one production; raise `BadRecord` (stage "encode" or "produce")
+        if the stream would refuse it. Returns what `produce` takes."""
+
+    def produce(self, encoded: Any) -> None:
+        """Emit a production of a hook call that completed."""
+
+    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
+        """`record` failed in `stage`: "key", "process_record", "process_timer",
+        "on_late_record", "encode", "produce" or "state"."""
+
+
+class Scope(Protocol):
+    """What the context reads from its driver besides state and timers."""
+
+    input_watermark: int
+    clock: Callable[[], int]
+
 
 _ATOMS = frozenset((str, int, float, bool, type(None)))
 
@@ -49,38 +73,43 @@ def production_id(computation: str, cause: str, n: int) -> str:
     return mmh3.hash_bytes(f"{computation}|{cause}|{n}")[::-1].hex()
 
 
-_UNTOUCHED = object()
-
-
 class KeyedContext:
     """`framework.api.Context` for one key at a time, rebound by the executor per hook call."""
 
     __slots__ = (
-        "_executor",
+        "_scope",
         "_states",
         "_timers",
+        "_output",
         "_outputs",
         "_name",
         "_key",
         "_timestamp",
         "_cause",
         "_doc",
-        "_snapshot",
         "_timer_undo",
         "_productions",
     )
 
-    def __init__(self, executor: Executor) -> None:
-        self._executor = executor
-        self._states = executor.state
-        self._timers = executor.timers
-        self._outputs = frozenset(executor.spec.outputs)
-        self._name = executor.spec.group
+    def __init__(
+        self,
+        scope: Scope,
+        states: KeyedState,
+        timers: TimerService,
+        output: Output,
+        name: str,
+        outputs: frozenset[str],
+    ) -> None:
+        self._scope = scope
+        self._states = states
+        self._timers = timers
+        self._output = output
+        self._outputs = outputs
+        self._name = name
         self._key = ""
         self._timestamp = 0
         self._cause = ""
         self._doc: dict | None = None
-        self._snapshot: Any = _UNTOUCHED
         self._timer_undo: dict[str, Timer | None] = {}
         self._productions: list[tuple[str, str, Any, int]] = []
 
@@ -94,25 +123,33 @@ class KeyedContext:
         self._doc = None
 
     def _finish(self) -> None:
-        """The hook returned: hand its productions to the collector, forget the undo data."""
-        if self._productions:
-            produce = self._executor.collector.produce
-            name, cause = self._name, self._cause
-            productions, self._productions = self._productions, []
-            for n, (stream, key, value, timestamp) in enumerate(productions):
-                produce(stream, key, value, timestamp, production_id(name, cause, n))
+        """The hook returned: encode and check its productions and seal its state, then hand
+        the productions on. Raises `BadRecord` if any of it cannot be stored; the executor
+        then undoes the call with `_abort`."""
+        productions = self._productions
+        if productions:
+            encode, name, cause = self._output.encode, self._name, self._cause
+            encoded = [
+                encode(stream, key, value, timestamp, production_id(name, cause, n))
+                for n, (stream, key, value, timestamp) in enumerate(productions)
+            ]
         if self._doc is not None:
-            self._snapshot = _UNTOUCHED
+            self._states.seal(self._key)
             self._doc = None
+        if productions:
+            self._productions = []
+            produce = self._output.produce
+            for production in encoded:
+                produce(production)
         if self._timer_undo:
             self._timer_undo = {}
 
     def _abort(self) -> None:
-        """The hook raised: drop its productions, put state and timers back as they were."""
+        """The hook (or its completion) failed: drop its productions, put state and timers
+        back as they were."""
         self._productions = []
         if self._doc is not None:
-            self._states.restore(self._key, self._snapshot)
-            self._snapshot = _UNTOUCHED
+            self._states.rollback(self._key)
             self._doc = None
         if self._timer_undo:
             timers, key = self._timers, self._key
@@ -134,17 +171,15 @@ class KeyedContext:
         doc = self._doc
         if doc is None:
             doc = self._doc = self._states.get(self._key)
-            # An empty document needs no copy: rolling back to "empty" is doc.clear().
-            self._snapshot = copy_json(doc) if doc else None
         return doc
 
     @property
     def low_watermark(self) -> int:
-        return self._executor.input_watermark
+        return self._scope.input_watermark
 
     @property
     def processing_time(self) -> int:
-        return self._executor.clock()
+        return self._scope.clock()
 
     def produce(
         self, stream: str, value: Any, *, key: str | None = None, timestamp: int | None = None

@@ -19,6 +19,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from framework.api import MIN_TIME
+from framework.clock import now_ms
 from framework.collector import ID_HEADER, Collector
 from framework.kafka import producer_config
 from framework.pipeline import InjectorWatermark, Pipeline, PipelineError
@@ -156,7 +157,7 @@ class FileInjector:
         return sent
 
     def _low(self) -> int:
-        return min((_created_ms(p) for p in self.pending()), default=time.time_ns() // 1_000_000)
+        return min((_created_ms(p) for p in self.pending()), default=now_ms())
 
 
 def _lines(path: Path, parse: Callable[[str], tuple]) -> Iterator[tuple]:

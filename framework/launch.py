@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -108,11 +109,17 @@ def _supervise(
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, forward)
+    by_pid = {child.pid: name for name, child in children.items()}
     code = 0
-    for name, child in children.items():
-        rc = child.wait()
+    while by_pid:  # whichever child ends first, not the first one started
+        pid, status = os.wait()
+        name = by_pid.pop(pid, None)
+        if name is None:
+            continue
+        rc = os.waitstatus_to_exitcode(status)
+        children[name].returncode = rc
         if rc != 0 and code == 0:
             log.error("computation %s exited with %d; stopping the others", name, rc)
-            code = rc
+            code = rc if rc > 0 else 1
             forward(signal.SIGTERM, None)
     return code

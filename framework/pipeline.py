@@ -7,14 +7,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from framework.api import Computation, Record
+from framework.errors import ConfigurationError
 
 NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 STREAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 GUARANTEES = ("exactly_once", "at_least_once")
+ERROR_POLICIES = ("dead_letter", "skip", "stop")
 DEFAULT_PARTITIONS = 4
 
 
-class PipelineError(ValueError):
+class PipelineError(ConfigurationError):
     """A pipeline declaration that cannot run; the message says what to change."""
 
 
@@ -85,6 +87,22 @@ class Input:
     stream: str
     key: KeyExtractor | None
 
+    def route(self, record: Record) -> str:
+        """The key `record` is processed under: the extractor's result, else its Kafka key.
+
+        The one rule for every runtime (Kafka, Harness, Spark): an extractor must return a
+        str; anything else (None, an int) raises TypeError, so the record is dead-lettered
+        at stage "key" instead of being processed under an accidental key such as "None"."""
+        if self.key is None:
+            return record.key
+        routed = self.key(record)
+        if type(routed) is not str:
+            raise TypeError(
+                f"key extractor {self.key!r} of input {self.stream!r} returned "
+                f"{type(routed).__name__}, not str: return a str key, or use key_by(field)"
+            )
+        return routed
+
 
 @dataclass(frozen=True)
 class ComputationSpec:
@@ -96,6 +114,7 @@ class ComputationSpec:
     guarantee: str
     partitions: int
     state_schema: str | None = None
+    on_error: str = "dead_letter"
 
     @property
     def group(self) -> str:
@@ -179,11 +198,13 @@ class Pipeline:
         guarantee: str = "exactly_once",
         partitions: int | None = None,
         state_schema: str | None = None,
+        on_error: str = "dead_letter",
     ) -> Pipeline:
         """Declare a computation reading `inputs` (stream -> key extractor or None).
 
         `computation` is a Computation class or any factory returning one; the state schema is
-        `state_schema`, else the class's `state_schema` attribute."""
+        `state_schema`, else the class's `state_schema` attribute. `on_error` says what a bad
+        record becomes: "dead_letter" (its dead-letter topic), "skip" (counted) or "stop"."""
         if not NAME.match(name):
             raise PipelineError(f"computation name {name!r} must match [a-z][a-z0-9-]*")
         if name in self.computations:
@@ -194,6 +215,10 @@ class Pipeline:
             )
         if not inputs:
             raise PipelineError(f"computation {name!r} needs at least one input stream")
+        if on_error not in ERROR_POLICIES:
+            raise PipelineError(
+                f"computation {name!r}: on_error={on_error!r}; use one of {ERROR_POLICIES}"
+            )
         outputs = dict(outputs or {})
         for stream in [*inputs, *outputs]:
             _check_stream(stream)
@@ -215,6 +240,7 @@ class Pipeline:
             guarantee=guarantee,
             partitions=partitions or self.partitions,
             state_schema=state_schema or getattr(computation, "state_schema", None),
+            on_error=on_error,
         )
         return self
 

@@ -2,9 +2,17 @@
 
 As with Kafka Streams' reset tool, the computation's inputs move to the chosen point and its
 repartition (`.by-key`) topics to their end, since their old contents would otherwise be read
-a second time. `--wipe-state` also empties its changelog, timer journal and watermark channel
-(deleted and created again: compacted topics cannot be truncated) and the local state under
-`--state-dir`; other machines that ran it must drop theirs too.
+a second time.
+
+Event time starts again either way: the computation's own marks on its watermark channel are
+deleted (tombstones), so its tasks resume with no input watermark and the replayed records are
+not late. Without `--wipe-state` its state and pending timers are kept: the replay runs on top
+of them (what a bug fix in output formatting wants). `--wipe-state` also empties its changelog,
+timer journal and watermark channel (deleted and created again: compacted topics cannot be
+truncated) and the local state under `--state-dir`; a local store elsewhere notices the new
+topics at its next start and restores from them instead of bringing old state back.
+Downstream computations keep their own event time: replayed outputs reaching them are late
+unless they are reset too.
 """
 
 from __future__ import annotations
@@ -14,12 +22,13 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from framework.kafka import client_config, consumer_config
+from framework.kafka import client_config, consumer_config, producer_config
 from framework.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.topics import create_topics
+from framework.watermarks import repartition_producer, task_producer
 
 POINTS = ("earliest", "latest")
 
@@ -64,6 +73,8 @@ def reset(
         if wipe_state:
             plan += [f"empty {t}" for t in (spec.changelog, spec.timers, spec.watermarks)]
             plan.append(f"remove local state {Path(state_dir) / pipeline.name / spec.name}")
+        else:
+            plan.append(f"forget {spec.name}'s event time: its marks on {spec.watermarks}")
         if dry_run:
             return plan
         consumer.commit(offsets=offsets, asynchronous=False)
@@ -72,7 +83,30 @@ def reset(
     if wipe_state:
         _recreate(admin, pipeline, [spec.changelog, spec.timers, spec.watermarks], bootstrap, kafka)
         shutil.rmtree(Path(state_dir) / pipeline.name / spec.name, ignore_errors=True)
+    else:
+        _forget_marks(pipeline, spec, bootstrap, kafka)
     return plan
+
+
+def _forget_marks(
+    pipeline: Pipeline, spec: ComputationSpec, bootstrap: str, kafka: dict | None
+) -> None:
+    """Tombstones for every mark the computation's tasks publish (re-keying and keyed)."""
+    consumer = Consumer(consumer_config(bootstrap, extra=kafka))
+    try:
+        topics = consumer.list_topics(timeout=30).topics
+    finally:
+        consumer.close()
+    producers = [task_producer(spec.name, p) for p in range(spec.partitions)]
+    for i in spec.inputs:
+        if i.key is not None and i.stream in topics:
+            count = len(topics[i.stream].partitions)
+            producers += [repartition_producer(spec.name, i.stream, p) for p in range(count)]
+    producer = Producer(producer_config(bootstrap, extra=kafka))
+    for name in producers:
+        producer.produce(spec.watermarks, None, name.encode(), partition=0)
+    if producer.flush(30):
+        raise PipelineError(f"could not write to {spec.watermarks}: is the broker reachable?")
 
 
 def _refuse_live_members(admin: AdminClient, spec: ComputationSpec) -> None:

@@ -10,9 +10,9 @@ batch as the data it describes, so the two can never disagree after a crash.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
@@ -21,6 +21,7 @@ from framework.api import Timer
 _STATE = b"s"
 _TIMER = b"t"
 _CHECKPOINT = b"m:checkpoint"
+_TOPIC_IDS = b"m:topic-ids"
 
 
 def timer_key(key: str, tag: str) -> bytes:
@@ -31,26 +32,23 @@ def timer_key(key: str, tag: str) -> bytes:
 class TaskStore:
     """RocksDB of one task; values are the exact bytes of the changelog / timer journal."""
 
-    def __init__(
-        self,
-        path: Path,
-        decode_state: Callable[[bytes], Any],
-        decode_timer: Callable[[bytes], Timer],
-    ) -> None:
-        path.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, decode_timer: Callable[[bytes], Timer]) -> None:
         self.path = path
-        self._decode_state = decode_state
         self._decode_timer = decode_timer
-        self._db = Rdict(str(path), options=Options(raw_mode=True))
+        self._open()
         # The changelog is the write-ahead log; a crash loses at most what restore re-reads.
         self._write_options = WriteOptions()
         self._write_options.disable_wal = True
 
+    def _open(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._db = Rdict(str(self.path), options=Options(raw_mode=True))
+
     # -- what the executor reads -----------------------------------------------------------
 
-    def load(self, key: str) -> dict | None:
-        raw = self._db.get(_STATE + key.encode())
-        return None if raw is None else self._decode_state(raw)
+    def load(self, key: str) -> bytes | None:
+        """The committed, encoded state document of `key` (as the changelog carries it)."""
+        return self._db.get(_STATE + key.encode())
 
     def load_all(self) -> Iterator[tuple[str, Timer]]:
         for raw_key, raw in self._db.items(from_key=_TIMER):
@@ -84,6 +82,20 @@ class TaskStore:
         merged = {**self.checkpoint(), **checkpoint}
         batch.put(_CHECKPOINT, json.dumps(merged).encode())
         self._db.write(batch, self._write_options)
+
+    def topic_ids(self) -> dict[str, str]:
+        """Ids of the journal topics the checkpoint counts offsets of (empty if unknown)."""
+        raw = self._db.get(_TOPIC_IDS)
+        return {} if raw is None else json.loads(raw)
+
+    def set_topic_ids(self, ids: dict[str, str]) -> None:
+        self._db.put(_TOPIC_IDS, json.dumps(ids).encode())
+
+    def wipe(self) -> None:
+        """Delete everything: the store is rebuilt from the journals (task corrupted)."""
+        self._db.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+        self._open()
 
     def close(self) -> None:
         self._db.close()

@@ -3,13 +3,13 @@
 A `RepartitionTask` re-keys one partition of a stream into the computation's `.by-key` topic
 with the consumer-chosen key; a `KeyedTask` owns one partition of the computation's key space —
 its RocksDB store, changelog and timer journal partition — and runs the user's hooks through
-the shared `Executor`.
+the shared `Executor`. Everything bad a record can carry (undecodable key, value or headers, a
+key extractor that fails, productions the broker would refuse) ends at the error policy with
+its stage; the rest of the partition flows (invariant 7).
 """
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,9 +18,11 @@ from confluent_kafka import Message
 
 from framework.api import MIN_TIME, Record, Timer
 from framework.collector import ID_HEADER, Collector
+from framework.dead_letters import ErrorPolicy
+from framework.errors import BadRecord
 from framework.executor import Executor
 from framework.pipeline import ComputationSpec, Input, Pipeline
-from framework.serde import decoder_for, encoder_for
+from framework.serde import decoder_for, encode_json, encoder_for
 from framework.state import TaskStore, timer_key
 from framework.watermarks import (
     Mark,
@@ -41,14 +43,6 @@ def decode_timer(raw: bytes) -> Timer:
     return Timer(entry["time"], entry["tag"], entry["domain"])
 
 
-def record_id(msg: Message) -> str:
-    """The producer's `logwheel.id` header, else the record's place in the log."""
-    for name, value in msg.headers() or ():
-        if name == ID_HEADER:
-            return value.decode()
-    return f"{msg.topic()}/{msg.partition()}/{msg.offset()}"
-
-
 @dataclass(eq=False)
 class InputPartition:
     """One topic-partition a task reads, and what it knows of that partition's watermark."""
@@ -65,6 +59,26 @@ class InputPartition:
         self.position = msg.offset() + 1
         self.watermark.observe(msg.timestamp()[1])
 
+    def record(self, msg: Message) -> Record:
+        """The record `msg` carries; BadRecord (stage "decode") if its key, value or id
+        header cannot be read."""
+        try:
+            value = self.decode(msg.value())
+            key = msg.key()
+            rid = None
+            for name, header in msg.headers() or ():
+                if name == ID_HEADER:
+                    rid = header.decode()
+            return Record(
+                key.decode() if key else "",
+                value,
+                msg.timestamp()[1],
+                self.stream,
+                rid or f"{msg.topic()}/{msg.partition()}/{msg.offset()}",
+            )
+        except Exception as error:
+            raise BadRecord("decode", str(error), error) from error
+
 
 @dataclass
 class Runtime:
@@ -74,6 +88,18 @@ class Runtime:
     spec: ComputationSpec
     collector: Collector
     partitions: dict[str, int]  # topic -> partition count, from the broker
+    policy: ErrorPolicy
+
+    def dead_letter(
+        self,
+        msg: Message | None,
+        error: BaseException,
+        stage: str,
+        fallback: tuple[bytes | None, bytes | None, int] = (None, None, 0),
+    ) -> None:
+        """A bad record: counted, and written to the dead-letter topic if the policy says so."""
+        if self.policy.admit(stage, error):
+            self.collector.dead_letter(self.spec.dlq, msg, error, stage, fallback)
 
 
 class Task:
@@ -138,7 +164,7 @@ class RepartitionTask(Task):
     def __init__(self, runtime: Runtime, input_: Input, partition: int) -> None:
         super().__init__(runtime)
         spec, stream = runtime.spec, input_.stream
-        self.extractor = input_.key
+        self.input = input_
         self.target = spec.by_key(stream)
         self.producer = repartition_producer(spec.name, stream, partition)
         self.outputs = {self.target}
@@ -147,24 +173,23 @@ class RepartitionTask(Task):
         self.inputs = [InputPartition(stream, partition, stream, decode, watermark, channels)]
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
-        raw = msg.value()
+        collector = self.rt.collector
         stage = "decode"
         try:
-            value = inp.decode(raw)
+            record = inp.record(msg)
             stage = "key"
-            key = msg.key()
-            rid = record_id(msg)
-            record = Record(key.decode() if key else "", value, msg.timestamp()[1], inp.stream, rid)
-            new_key = self.extractor(record)
+            key = self.input.route(record).encode()
+            stage = "produce"
+            collector.limits.check(self.target, key, msg.value(), record.timestamp)
         except Exception as error:
-            self.rt.collector.dead_letter(self.rt.spec.dlq, msg, error, stage)
+            self.rt.dead_letter(msg, error, getattr(error, "stage", stage))
         else:
-            self.rt.collector.send(
+            collector.send(
                 self.target,
-                str(new_key).encode(),
-                raw,
+                key,
+                msg.value(),
                 timestamp=record.timestamp,
-                headers=[(ID_HEADER, rid.encode())],
+                headers=[(ID_HEADER, record.id.encode())],
             )
         inp.consumed(msg)
 
@@ -199,28 +224,21 @@ class KeyedTask(Task):
             self.inputs.append(
                 InputPartition(topic, partition, i.stream, decode, watermark, channels)
             )
-        self._encoders = {s: encoder_for(schema) for s, schema in spec.outputs.items()}
-        self._encode_state = encoder_for(spec.state_schema)
-        self._msg: Message | None = None
+        self.output = TaskOutput(runtime)
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []
-        self.executor = Executor(spec, store, store, self, clock=_wall_ms)
-
-    # -- input --------------------------------------------------------------------------------
+        limit = runtime.collector.limits.of(spec.changelog).max_bytes
+        self.executor = Executor(spec, store, store, self.output, state_max_bytes=limit)
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
-        self._msg = msg
+        self.output.source = msg
         try:
-            value = inp.decode(msg.value())
-        except Exception as error:
-            self.rt.collector.dead_letter(self.rt.spec.dlq, msg, error, "decode")
+            record = inp.record(msg)
+        except BadRecord as error:
+            self.rt.dead_letter(msg, error, error.stage)
         else:
-            key = msg.key()
-            record = Record(
-                key.decode() if key else "", value, msg.timestamp()[1], inp.stream, record_id(msg)
-            )
             self.executor.process(record)
-        self._msg = None
+        self.output.source = None
         inp.consumed(msg)
 
     def tick(self) -> int:
@@ -244,34 +262,11 @@ class KeyedTask(Task):
             idle and self.executor.timers.earliest("event") is None,
         )
 
-    # -- the executor's collector -------------------------------------------------------------
-
-    def produce(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> None:
-        try:
-            payload = self._encoders[stream](value)
-        except Exception as error:
-            self.dead_letter(Record(key, value, timestamp, stream, record_id), error, "encode")
-            return
-        self.rt.collector.send(
-            stream,
-            key.encode(),
-            payload,
-            timestamp=timestamp,
-            headers=[(ID_HEADER, record_id.encode())],
-        )
-
-    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
-        fallback = (record.key.encode(), _json_bytes(record.value), record.timestamp)
-        self.rt.collector.dead_letter(self.rt.spec.dlq, self._msg, error, stage, fallback)
-
     # -- commit -------------------------------------------------------------------------------
 
     def prepare_commit(self) -> None:
         spec, send, p = self.rt.spec, self.rt.collector.send, self.partition
-        self._states = [
-            (key.encode(), self._encode_state(doc) if doc else None)
-            for key, doc in self.executor.state.changes()
-        ]
+        self._states = [(key.encode(), raw) for key, raw in self.executor.state.changes()]
         for key, value in self._states:
             send(spec.changelog, key, value, partition=p)
         self._timers = [
@@ -307,9 +302,37 @@ class KeyedTask(Task):
         self.store.close()
 
 
-def _wall_ms() -> int:
-    return time.time_ns() // 1_000_000
+class TaskOutput:
+    """The executor's `Output` on Kafka: encodes and checks a hook call's productions against
+    the stream's schema and the broker's limits before the call counts as done."""
 
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.collector = runtime.collector
+        self.encoders = {s: encoder_for(schema) for s, schema in runtime.spec.outputs.items()}
+        self.source: Message | None = None  # the input record being processed, if any
 
-def _json_bytes(value: Any) -> bytes:
-    return json.dumps(value, default=str).encode()
+    def encode(
+        self, stream: str, key: str, value: Any, timestamp: int, record_id: str
+    ) -> tuple[str, bytes, bytes, int, str]:
+        try:
+            payload = self.encoders[stream](value)
+            raw_key = key.encode()
+        except Exception as error:
+            raise BadRecord("encode", f"output to {stream!r}: {error}", error) from error
+        self.collector.limits.check(stream, raw_key, payload, timestamp)
+        return stream, raw_key, payload, timestamp, record_id
+
+    def produce(self, encoded: tuple[str, bytes, bytes, int, str]) -> None:
+        stream, key, payload, timestamp, record_id = encoded
+        self.collector.send(
+            stream, key, payload, timestamp=timestamp, headers=[(ID_HEADER, record_id.encode())]
+        )
+
+    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
+        try:
+            fallback_value = encode_json(record.value)
+        except Exception:
+            fallback_value = repr(record.value).encode()
+        fallback = (record.key.encode(errors="replace"), fallback_value, record.timestamp)
+        self.rt.dead_letter(self.source, error, stage, fallback)

@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 
 from framework.api import Record, Timer
 from framework.context import copy_json, production_id
+from framework.dead_letters import ErrorPolicy, reason_of
+from framework.errors import BadRecord
 from framework.executor import Executor
 from framework.pipeline import ComputationSpec, Pipeline
 from framework.serde import decoder_for, encoder_for
@@ -26,27 +28,24 @@ class DeadLetter(NamedTuple):
     stage: str
 
     def describe(self) -> str:
-        return f"{type(self.error).__name__}: {self.error}"
+        return reason_of(self.error)
 
 
 class MemoryStateBackend:
-    """Committed state documents, stored encoded as the changelog would carry them."""
+    """Committed state documents, encoded as the changelog carries them."""
 
-    def __init__(self, schema: str | None) -> None:
-        self._encode = encoder_for(schema)
-        self._decode = decoder_for(schema)
+    def __init__(self) -> None:
         self.docs: dict[str, bytes] = {}
 
-    def load(self, key: str) -> dict | None:
-        raw = self.docs.get(key)
-        return None if raw is None else self._decode(raw)
+    def load(self, key: str) -> bytes | None:
+        return self.docs.get(key)
 
-    def apply(self, changes: Iterable[tuple[str, dict | None]]) -> None:
-        for key, doc in changes:
-            if doc is None:
+    def apply(self, changes: Iterable[tuple[str, bytes | None]]) -> None:
+        for key, raw in changes:
+            if raw is None:
                 self.docs.pop(key, None)
             else:
-                self.docs[key] = self._encode(doc)
+                self.docs[key] = raw
 
 
 class MemoryTimerBackend:
@@ -66,9 +65,10 @@ class MemoryTimerBackend:
                 self.timers[(key, tag)] = timer
 
 
-class MemoryCollector:
+class MemoryOutput:
     """Productions per stream (values round-tripped through the stream's serde) and dead
-    letters. A value its schema rejects is a dead letter of stage "encode", as on Kafka."""
+    letters, under the computation's error policy. A value its schema rejects fails its hook
+    call at stage "encode", as on Kafka."""
 
     def __init__(self, spec: ComputationSpec) -> None:
         self.outputs: dict[str, list[Record]] = {stream: [] for stream in spec.outputs}
@@ -76,19 +76,23 @@ class MemoryCollector:
             stream: (encoder_for(schema), decoder_for(schema))
             for stream, schema in spec.outputs.items()
         }
+        self._policy = ErrorPolicy(spec.group, spec.on_error)
         self.dead: list[DeadLetter] = []
 
-    def produce(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> None:
+    def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Record:
         encode, decode = self._codecs[stream]
         try:
             decoded = decode(encode(value))
         except Exception as error:
-            self.dead_letter(Record(key, value, timestamp, stream, record_id), error, "encode")
-            return
-        self.outputs[stream].append(Record(key, decoded, timestamp, stream, record_id))
+            raise BadRecord("encode", f"output to {stream!r}: {error}", error) from error
+        return Record(key, decoded, timestamp, stream, record_id)
+
+    def produce(self, encoded: Record) -> None:
+        self.outputs[encoded.stream].append(encoded)
 
     def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
-        self.dead.append(DeadLetter(record, error, stage))
+        if self._policy.admit(stage, error):
+            self.dead.append(DeadLetter(record, error, stage))
 
 
 class Harness:
@@ -105,9 +109,9 @@ class Harness:
         self._inputs = {i.stream: i for i in self.spec.inputs}
         self._decoders = {s: decoder_for(pipeline.schema_of(s)) for s in self._inputs}
         self._encoders = {s: encoder_for(pipeline.schema_of(s)) for s in self._inputs}
-        self._state_backend = MemoryStateBackend(self.spec.state_schema)
+        self._state_backend = MemoryStateBackend()
         self._timer_backend = MemoryTimerBackend()
-        self._collector = MemoryCollector(self.spec)
+        self._collector = MemoryOutput(self.spec)
         self._now = 0
         self._ids = itertools.count()
         self.executor = self._new_executor()
@@ -148,11 +152,7 @@ class Harness:
         record = Record(key, value, timestamp, stream, record_id)
         if inp.key is not None:
             try:
-                routed = inp.key(record)
-                if not isinstance(routed, str):
-                    raise TypeError(
-                        f"key extractor {inp.key!r} returned {type(routed).__name__}, not str"
-                    )
+                routed = inp.route(record)
             except Exception as error:
                 self._collector.dead_letter(record, error, "key")
                 self._commit()

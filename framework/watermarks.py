@@ -252,7 +252,8 @@ class WatermarkChannels:
                     self._at_end[msg.topic()] = True
                 continue
             self._at_end[msg.topic()] = False
-            if msg.value() is None:
+            if msg.value() is None:  # the producer's event time was reset
+                self._latest.pop(f"{msg.topic()}|{msg.key().decode()}", None)
                 continue
             mark = decode_mark(msg.value())
             name = f"{msg.topic()}|{mark.producer}"

@@ -298,3 +298,20 @@ def read_marks(bootstrap: str, channel: str, **kwargs) -> list:
 def json_values(msgs: list) -> list:
     """The JSON values of records read with `read_topic`."""
     return [json.loads(m.value()) for m in msgs]
+
+
+def wait_until_resettable(pipeline, computation: str, bootstrap: str, state_dir: Path) -> None:
+    """Wait until `logwheel reset` accepts the computation: its stopped (static) members'
+    sessions have ended."""
+    from framework.pipeline import PipelineError
+    from framework.reset import reset
+
+    def resettable() -> bool:
+        try:
+            reset(pipeline, computation, "earliest", bootstrap=bootstrap, state_dir=state_dir,
+                  dry_run=True)  # fmt: skip
+        except PipelineError:
+            return False
+        return True
+
+    wait_for(resettable, 60, what="the stopped members' sessions to end")

@@ -22,6 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from confluent_kafka.admin import AdminClient
 
 from framework.broker import bootstrap_from
+from framework.clock import now_ms
 from framework.serde import decoder_for
 from framework.topics import create_topics, pipeline_topics
 from jobs.zeitgeist import pipeline
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         stdout=log, stderr=log,
     )  # fmt: skip
     try:
-        start = time.time_ns() // 1_000_000 - args.seconds * 1000
+        start = now_ms() - args.seconds * 1000
         print(f"zeitgeist: injecting {args.seconds} s of searches at {args.speed:g}x real time")
         sent = inject(bootstrap, start, args.seconds, args.speed)
         print(f"zeitgeist: sent {sent} searches; waiting for the last windows to close")

@@ -10,6 +10,7 @@ import argparse
 import time
 
 from framework.broker import bootstrap_from
+from framework.clock import now_ms
 from framework.injector import Injector
 from jobs.zeitgeist import INJECTOR, pipeline
 from jobs.zeitgeist.generator import MAX_DELAY_MS, first_window, generate
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--speed", type=float, default=8.0, help="times real time (8)")
     parser.add_argument("--bootstrap", help="else LOGWHEEL_BOOTSTRAP, else the embedded broker")
     args = parser.parse_args(argv)
-    start = time.time_ns() // 1_000_000 - args.seconds * 1000
+    start = now_ms() - args.seconds * 1000
     n = inject(bootstrap_from(args.bootstrap), start, args.seconds, args.speed)
     print(f"sent {n} queries over {args.seconds} s of event time")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -9,7 +10,20 @@ import pytest
 from changelog import ChangelogTable
 from framework.pipeline import PipelineError
 from framework.reset import reset
-from tests.support import Wordcount, read_topic, wait_for
+from framework.topics import create_topics
+from tests.support import (
+    Wordcount,
+    import_job,
+    job_source,
+    produce,
+    read_marks,
+    read_topic,
+    start_job,
+    unique_name,
+    wait_for,
+    wait_until_resettable,
+    write_job,
+)
 
 
 def test_reset_to_earliest_with_wiped_state_counts_again_from_zero(kafka, tmp_path):
@@ -23,7 +37,7 @@ def test_reset_to_earliest_with_wiped_state_counts_again_from_zero(kafka, tmp_pa
     finally:
         job.stop()
     state = tmp_path / "state-a"
-    wait_for(lambda: _resettable(wc, kafka, state), 60, what="the stopped members' sessions to end")
+    wait_until_resettable(wc.pipeline, "count-words", kafka, state)
     plan = reset(
         wc.pipeline, "count-words", "earliest", bootstrap=kafka, state_dir=state, wipe_state=True
     )
@@ -49,10 +63,53 @@ def test_reset_to_earliest_with_wiped_state_counts_again_from_zero(kafka, tmp_pa
     )
 
 
-def _resettable(wc: Wordcount, kafka: str, state) -> bool:
+LATENESS_JOB = """
+from framework import BoundedOutOfOrderness, Computation, Pipeline
+
+
+class Tag(Computation):
+    def process_record(self, ctx, record):
+        ctx.produce(NAME + "-tags", {"ts": record.timestamp, "late": False})
+
+    def on_late_record(self, ctx, record):
+        ctx.produce(NAME + "-tags", {"ts": record.timestamp, "late": True})
+
+
+pipeline = Pipeline(NAME, partitions=1)
+pipeline.source(NAME + "-in", watermark=BoundedOutOfOrderness(ms=0, idle_ms=600_000))
+pipeline.computation("tag", Tag, inputs={NAME + "-in": None}, outputs={NAME + "-tags": None})
+"""
+
+
+def test_reset_without_wipe_replays_in_event_time_from_scratch(kafka, tmp_path):
+    """Reprocessing without --wipe-state keeps state and timers but not event time: the
+    replayed records are not late (they were, when tasks resumed their old watermark)."""
+    name = unique_name("replay")
+    module = write_job(tmp_path, name.replace("-", "_"), job_source(LATENESS_JOB, NAME=name))
+    pipeline = import_job(tmp_path, module).pipeline
+    create_topics(kafka, pipeline)
+    base = 1_700_000_000_000
+    produce(kafka, f"{name}-in", [("k", {"i": i}, base + i * 1000) for i in range(20)])
+    state = tmp_path / "state"
+    job = start_job(tmp_path, module, kafka)
     try:
-        reset(wc.pipeline, "count-words", "earliest", bootstrap=kafka, state_dir=state,
-              dry_run=True)  # fmt: skip
-    except PipelineError:
-        return False
-    return True
+        first = read_topic(kafka, f"{name}-tags", expect=20, timeout=90)
+        assert not any(json.loads(m.value())["late"] for m in first)
+        wait_for(
+            lambda: any(m.input_watermark >= base + 19_000 for m in read_marks(
+                kafka, f"{name}.tag.watermarks", timeout=5, idle=1)),
+            60,
+            what="a mark with the input watermark past every record",
+        )  # fmt: skip
+    finally:
+        job.stop()
+    wait_until_resettable(pipeline, "tag", kafka, state)
+    reset(pipeline, "tag", "earliest", bootstrap=kafka, state_dir=state)
+    job = start_job(tmp_path, module, kafka)
+    try:
+        msgs = read_topic(kafka, f"{name}-tags", expect=40, timeout=90)
+    finally:
+        job.stop()
+    replayed = [json.loads(m.value()) for m in msgs][20:]
+    assert len(replayed) == 20
+    assert [v["late"] for v in replayed] == [False] * 20, replayed

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from framework.api import MIN_TIME, Computation, Record, Timer
-from framework.executor import Executor, KeyedState, TimerService
+from framework.executor import Executor
 from framework.pipeline import Pipeline, key_by
 from framework.testing import Harness
 
@@ -284,7 +284,7 @@ def test_rollback_within_one_commit_keeps_earlier_hooks_changes():
     assert ex.timers.get("a", "t") == Timer(9, "t")
     assert [p[2] for p in sink.produced] == [{"n": 2}]
     assert [(d[0].id, d[2]) for d in sink.dead] == [("r3", "process_record")]
-    assert ex.state.changes() == [("a", {"n": 2})]
+    assert ex.state.changes() == [("a", b'{"n":2}')]
     assert ex.timers.changes() == [("a", "t", Timer(9, "t"))]
 
 
@@ -341,6 +341,67 @@ def test_value_its_schema_rejects_is_an_encode_dead_letter():
     h.send("in", "k", {}, 0)
     assert h.outputs("counts") == []
     assert [d.stage for d in h.dead_letter_details()] == ["encode"]
+
+
+class HalfGood(Computation):
+    """Counts, produces a good record, then one its schema rejects (or state that is not
+    JSON): the whole call must be undone."""
+
+    def process_record(self, ctx, record):
+        ctx.state["n"] = ctx.state.get("n", 0) + 1
+        ctx.set_timer("t", 100)
+        ctx.produce("out", {"n": ctx.state["n"]})
+        if record.value.get("bad") == "output":
+            ctx.produce("counts", {"query": "q"})
+        elif record.value.get("bad") == "state":
+            ctx.state["s"] = {1, 2}
+
+
+def half_good() -> Harness:
+    p = Pipeline("t").source("in")
+    p.computation(
+        "c", HalfGood, inputs={"in": None}, outputs={"out": None, "counts": "zeitgeist.WindowCount"}
+    )
+    return Harness(p, "c")
+
+
+@pytest.mark.parametrize(("bad", "stage"), [("output", "encode"), ("state", "state")])
+def test_a_hook_call_is_atomic_at_the_hook(bad, stage):
+    h = half_good()
+    h.send("in", "k", {}, 0)
+    h.send("in", "k", {"bad": bad}, 0)
+    h.send("in", "k", {}, 0)
+    assert [r.value for r in h.outputs("out")] == [{"n": 1}, {"n": 2}]
+    assert h.state("k") == {"n": 2}
+    assert [d.stage for d in h.dead_letter_details()] == [stage]
+
+
+def test_key_extractors_must_return_str_everywhere():
+    p = Pipeline("t").source("in")
+    p.computation("c", Scripted, inputs={"in": lambda r: r.value.get("k")}, outputs={"out": None})
+    h = Harness(p, "c")
+    h.send("in", "kafka-key", {"no": "k"}, 0)
+    h.send("in", "kafka-key", {"k": 5}, 0)
+    h.send("in", "kafka-key", {"k": "a"}, 0)
+    assert [d.stage for d in h.dead_letter_details()] == ["key", "key"]
+    assert "returned NoneType, not str" in h.dead_letters()[0][1]
+    assert "returned int, not str" in h.dead_letters()[1][1]
+    assert h.state("a") == {"n": 1}
+
+
+@pytest.mark.parametrize("policy", ["skip", "stop"])
+def test_error_policies_in_the_harness(policy):
+    from framework.errors import Fatal
+
+    p = Pipeline("t").source("in")
+    p.computation("c", Scripted, inputs={"in": key_by("k")}, on_error=policy)
+    h = Harness(p, "c")
+    if policy == "stop":
+        with pytest.raises(Fatal, match="on_error='stop'"):
+            h.send("in", "x", {"k": "a", "raise": "boom"}, 0)
+    else:
+        h.send("in", "x", {"k": "a", "raise": "boom"}, 0)
+        assert h.dead_letters() == []
 
 
 # -- productions --------------------------------------------------------------------------
@@ -412,115 +473,12 @@ def test_harness_rejects_unknown_streams():
         h.outputs("in")
 
 
-# -- KeyedState ---------------------------------------------------------------------------
-
-
-def test_keyed_state_changes_report_only_changed_docs():
-    backend = _DictState({"a": {"n": 1}, "b": {"n": 2}, "c": {"n": 3}})
-    st = KeyedState(backend)
-    st.get("a")  # touched, unchanged
-    st.get("b")["n"] = 20
-    st.get("c").clear()  # emptied -> tombstone
-    st.get("d")  # new, still empty: nothing to write
-    st.get("e")["x"] = [1, {"y": 2}]
-    assert st.changes() == [("b", {"n": 20}), ("c", None), ("e", {"x": [1, {"y": 2}]})]
-    st.committed()
-    assert st.changes() == []
-    # back to the committed value = no change; mutations of nested values are seen
-    st.get("b")["n"] = 21
-    st.get("b")["n"] = 20
-    st.get("e")["x"][1]["y"] = 3
-    assert st.changes() == [("e", {"x": [1, {"y": 3}]})]
-
-
-def test_keyed_state_rejects_state_that_is_not_json():
-    st = KeyedState(_DictState({}))
-    st.get("a")["s"] = {1, 2}
-    with pytest.raises(TypeError, match="state of key 'a' is not JSON-compatible"):
-        st.changes()
-
-
-def test_keyed_state_keys_touched_after_changes_stay_dirty():
-    st = KeyedState(_DictState({}))
-    st.get("a")["n"] = 1
-    assert st.changes() == [("a", {"n": 1})]
-    st.get("a")["n"] = 2  # a hook ran between changes() and committed()
-    st.committed()
-    assert st.changes() == [("a", {"n": 2})]
-
-
-def test_keyed_state_evicts_only_clean_keys():
-    backend = _DictState({})
-    st = KeyedState(backend, capacity=3)
-    for k in "abcde":
-        st.get(k)["v"] = k
-    assert len(st) == 5  # all dirty: nothing evicted
-    backend.apply(st.changes())
-    st.committed()
-    assert len(st) == 3
-    st.get("a")  # reloaded from the backend
-    assert st.get("a") == {"v": "a"} and backend.loads.count("a") == 2
-    assert st.changes() == []
-
-
-# -- TimerService -------------------------------------------------------------------------
-
-
-def test_timer_service_changes_and_lazy_deletion():
-    ts = TimerService([("a", Timer(10, "t")), ("b", Timer(5, "t", "processing"))])
-    assert ts.earliest("event") == 10 and ts.earliest("processing") == 5
-    ts.set("a", Timer(20, "t"))
-    ts.set("a", Timer(30, "u"))
-    ts.cancel("a", "u")  # set and cancelled since the commit: no change to report
-    assert ts.earliest("event") == 20
-    assert ts.pop_due("event", 19) is None
-    assert ts.pop_due("event", 20) == ("a", Timer(20, "t"))
-    assert ts.changes() == [("a", "t", None)]  # fired = deleted
-    ts.committed()
-    assert ts.changes() == []
-    for i in range(1000):  # heavy moving compacts the heap without losing the live timer
-        ts.set("c", Timer(1000 - i, "m"))
-    assert len(ts._heaps["event"]) < 200
-    assert ts.earliest("event") == 1
-    assert sorted(ts.pending()) == [("b", Timer(5, "t", "processing")), ("c", Timer(1, "m"))]
-
-
-def test_timer_service_moved_after_changes_stays_pending():
-    ts = TimerService()
-    ts.set("a", Timer(1, "t"))
-    assert ts.changes() == [("a", "t", Timer(1, "t"))]
-    ts.set("a", Timer(2, "t"))
-    ts.committed()
-    assert ts.changes() == [("a", "t", Timer(2, "t"))]
-    ts.committed()
-    ts.cancel("a", "t")
-    assert ts.changes() == [("a", "t", None)]
-
-
 # -- helpers ------------------------------------------------------------------------------
 
 
 class _NoState:
     def load(self, key):
         return None
-
-
-class _DictState:
-    def __init__(self, docs):
-        self.docs = {k: dict(v) for k, v in docs.items()}
-        self.loads: list[str] = []
-
-    def load(self, key):
-        self.loads.append(key)
-        doc = self.docs.get(key)
-        return None if doc is None else dict(doc)
-
-    def apply(self, changes):
-        for key, doc in changes:
-            if doc is None:
-                self.docs.pop(key, None)
-            else:
-                self.docs[key] = dict(doc)
 
 
 class _Timers:
@@ -536,8 +494,11 @@ class _Sink:
         self.produced: list[tuple] = []
         self.dead: list[tuple] = []
 
-    def produce(self, stream, key, value, timestamp, record_id):
-        self.produced.append((stream, key, value, timestamp, record_id))
+    def encode(self, stream, key, value, timestamp, record_id):
+        return (stream, key, value, timestamp, record_id)
+
+    def produce(self, encoded):
+        self.produced.append(encoded)
 
     def dead_letter(self, record, error, stage):
         self.dead.append((record, error, stage))

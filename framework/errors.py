@@ -1,0 +1,52 @@
+"""One taxonomy of what can go wrong, by what the runtime does about it.
+
+As Kafka Streams' `TaskMigratedException` / `TaskCorruptedException` / `StreamsException`:
+each kind names the reaction, so the code that catches it needs no case analysis.
+
+- `ConfigurationError`: the user must change something; the CLI prints the message, one line
+  that names the fix, and exits 1. Raised at start, never mid-run.
+- `Rejoin`: this membership of the consumer group cannot go on (partitions lost, producer
+  fenced, a commit that cannot be aborted); close the clients and join again.
+- `TaskCorrupted`: a task's local store contradicts the log (a checkpoint beyond the
+  changelog's end); wipe that store and restore it from the changelog.
+- `Fatal`: stop the process with the reason (`on_error="stop"` and unrecoverable errors).
+- `BadRecord`: one record (or one hook call's output) cannot be processed; it goes to the
+  dead-letter topic (or is skipped, by the computation's error policy) and the rest flows.
+"""
+
+from __future__ import annotations
+
+
+class LogwheelError(Exception):
+    """Base of every error logwheel raises on purpose."""
+
+
+class ConfigurationError(LogwheelError, ValueError):
+    """Bad configuration; the message is one line that names the fix."""
+
+
+class Rejoin(LogwheelError):
+    """The current group membership cannot go on: leave, close the clients and rejoin."""
+
+
+class TaskCorrupted(LogwheelError):
+    """A task's local store cannot be trusted: wipe it and restore from the changelog."""
+
+    def __init__(self, partition: int, why: str) -> None:
+        super().__init__(f"task {partition}: {why}")
+        self.partition = partition
+
+
+class Fatal(LogwheelError):
+    """Stop the process; the message says why."""
+
+
+class BadRecord(LogwheelError):
+    """A record, or what a hook made of it, that cannot go on; `stage` says where it failed
+    ("decode", "key", "process_record", "encode", "state", "produce", ...) and `cause` is the
+    underlying error when there is one."""
+
+    def __init__(self, stage: str, reason: str, cause: BaseException | None = None) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.cause = cause

@@ -1,0 +1,156 @@
+"""Write-back cache of per-key state documents (MillWheel §8.3), in front of a backend that
+holds the committed, encoded documents (RocksDB for a Kafka task, a dict for the Harness).
+
+A document is encoded once per hook call that touched it (`seal`), before the call counts as
+done: a document that cannot be serialized (not JSON-compatible, not fitting the state schema,
+larger than the changelog accepts) fails its hook call, which is then undone and dead-lettered
+like any failing hook, instead of failing the commit later where no record is to blame
+(invariant 7). The sealed bytes are what the changelog gets, so a commit encodes nothing, and
+they are what a failed call rolls back to.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from framework.errors import BadRecord
+
+
+class StateBackend(Protocol):
+    def load(self, key: str) -> bytes | None:
+        """The committed, encoded document of `key`; None if it has none."""
+
+
+class KeyedState:
+    """Live documents of recently used keys, and the encoded form of each.
+
+    `get` hands out the live dict of a key; `seal` encodes it after a successful hook call;
+    `rollback` puts back the last sealed form after a failed one. The driver takes
+    `changes()` — (key, encoded or None to delete) for keys whose sealed form differs from the
+    committed one — makes them durable, then calls `committed()`. Clean documents of the least
+    recently used keys are evicted past `capacity`; a dirty one never is.
+    """
+
+    def __init__(
+        self,
+        backend: StateBackend,
+        encode: Callable[[Any], bytes],
+        decode: Callable[[bytes], Any],
+        *,
+        capacity: int = 10_000,
+        max_bytes: int | None = None,
+    ) -> None:
+        self._backend = backend
+        self._encode = encode
+        self._decode = decode
+        self.capacity = capacity
+        self.max_bytes = max_bytes
+        self._cache: OrderedDict[str, dict] = OrderedDict()
+        self._sealed: dict[str, bytes | None] = {}  # encoded form of each cached document
+        self._base: dict[str, bytes | None] = {}  # committed form of keys sealed since
+        self._reported: dict[str, bytes | None] = {}  # by the last changes(), not yet committed
+
+    def get(self, key: str) -> dict:
+        """The live document of `key` ({} if it has none)."""
+        cache = self._cache
+        doc = cache.get(key)
+        if doc is None:
+            return self._load(key)
+        cache.move_to_end(key)
+        return doc
+
+    def peek(self, key: str) -> dict | None:
+        """The current document of `key` without filling the cache."""
+        doc = self._cache.get(key)
+        if doc is None:
+            raw = self._backend.load(key)
+            doc = None if raw is None else self._decode(raw)
+        return doc or None
+
+    def seal(self, key: str) -> None:
+        """A hook call that touched `key` returned: encode its document, or raise BadRecord
+        (stage "state") if it cannot be stored."""
+        doc = self._cache[key]
+        if doc:
+            try:
+                raw = self._encode(doc)
+            except Exception as error:
+                raise BadRecord(
+                    "state",
+                    f"state of key {key!r} cannot be stored ({error}): keep str keys and "
+                    "JSON-compatible values in ctx.state, or values fitting its state_schema",
+                    error,
+                ) from error
+            if self.max_bytes is not None and len(raw) + len(key) > self.max_bytes:
+                raise BadRecord(
+                    "state",
+                    f"state of key {key!r} is {len(raw)} bytes encoded, over the changelog's "
+                    f"limit of {self.max_bytes} bytes: keep less per key (or raise the "
+                    "changelog topic's max.message.bytes)",
+                )
+        else:
+            raw = None
+        before = self._sealed.get(key)
+        if raw != before:
+            if key not in self._base:
+                self._base[key] = before
+            self._sealed[key] = raw
+
+    def rollback(self, key: str) -> None:
+        """A hook call that touched `key` failed: its document is again the last sealed one."""
+        raw = self._sealed.get(key)
+        self._cache[key] = {} if raw is None else self._decode(raw)
+
+    def changes(self) -> list[tuple[str, bytes | None]]:
+        """(key, encoded document or None for empty) for every key whose sealed form differs
+        from the committed one."""
+        sealed, out = self._sealed, []
+        for key, base in self._base.items():
+            now = sealed[key]
+            self._reported[key] = now
+            if now != base:
+                out.append((key, now))
+        return out
+
+    def committed(self) -> None:
+        """What the last `changes()` returned is durable; keys sealed since stay dirty."""
+        sealed, base = self._sealed, self._base
+        for key, value in self._reported.items():
+            if sealed.get(key) == value:
+                base.pop(key, None)
+            else:
+                base[key] = value
+        self._reported = {}
+        if len(self._cache) > self.capacity:
+            self._evict(len(self._cache) - self.capacity)
+
+    def evict_clean(self) -> None:
+        """Forget every clean document, so the next `get` reloads it from the backend."""
+        self._evict(len(self._cache))
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def _load(self, key: str) -> dict:
+        raw = self._backend.load(key)
+        doc = {} if raw is None else self._decode(raw)
+        if not isinstance(doc, dict):
+            raise TypeError(f"state of key {key!r} decoded to {type(doc).__name__}, not a dict")
+        if len(self._cache) >= self.capacity:  # before the insert: never evict `key` itself
+            self._evict(len(self._cache) - self.capacity + 1)
+        self._cache[key] = doc
+        self._sealed[key] = raw
+        return doc
+
+    def _evict(self, excess: int) -> None:
+        dirty, victims = self._base, []
+        for key in self._cache:  # least recently used first
+            if len(victims) >= excess:
+                break
+            if key not in dirty and key not in self._reported:
+                victims.append(key)
+        for key in victims:
+            del self._cache[key]
+            del self._sealed[key]

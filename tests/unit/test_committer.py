@@ -1,0 +1,138 @@
+"""The committer with fake clients: the order of a commit's steps, and what a failure does
+(abortable: abort and re-run; a refusal of a record's content: remembered; else rejoin)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from framework.committer import Committer
+from framework.errors import Rejoin
+from framework.limits import TopicLimits
+from framework.pipeline import Pipeline
+from framework.task import InputPartition
+from framework.watermarks import Unwatermarked
+
+log: list[str] = []
+
+
+class FakeProducer:
+    fail_commit: KafkaError | None = None
+
+    def init_transactions(self, timeout):
+        log.append("init")
+
+    def begin_transaction(self):
+        log.append("begin")
+
+    def send_offsets_to_transaction(self, offsets, metadata, timeout):
+        log.append(f"offsets {[(o.topic, o.partition, o.offset) for o in offsets]}")
+        self.metadata = json.loads(offsets[0].metadata)
+
+    def commit_transaction(self, timeout):
+        if self.fail_commit is not None:
+            raise KafkaException(self.fail_commit)
+        log.append("commit")
+
+    def abort_transaction(self, timeout):
+        log.append("abort")
+
+    def flush(self, timeout=None):
+        return 0
+
+
+class FakeCollector:
+    def __init__(self):
+        self.producer = FakeProducer()
+        self.limits = TopicLimits()
+        self.written = {}
+
+    def flush(self):
+        log.append("flush")
+
+    def send(self, topic, key, value, **kwargs):
+        log.append(f"send {topic}")
+
+    def discard_errors(self):
+        log.append("discard")
+
+
+class FakeConsumer:
+    def consumer_group_metadata(self):
+        return object()
+
+
+class FakeTask:
+    producer = "c/task/0"
+
+    def __init__(self):
+        self.state = (5, False, 3)
+
+    def prepare_commit(self):
+        log.append("journals")
+
+    def mark_state(self):
+        return self.state
+
+    def mark(self):
+        from framework.watermarks import Mark
+
+        return Mark(self.producer, 5, False, {}, 3)
+
+    def committed(self):
+        log.append("local state")
+
+
+def committer():
+    log.clear()
+    spec = Pipeline("p").source("in").computation("c", object, inputs={"in": None})["c"]
+    collector = FakeCollector()
+    c = Committer(spec, collector, FakeConsumer(), "p.c.instance-1")
+    inputs = [InputPartition("in", 0, "in", bytes, Unwatermarked(), [], position=7)]
+    return c, collector, inputs
+
+
+def test_the_steps_in_order_and_marks_only_when_they_moved():
+    c, collector, inputs = committer()
+    task = FakeTask()
+    assert c.commit([task], inputs)
+    assert log == [
+        "init",
+        "begin",
+        "journals",
+        "flush",
+        "send p.c.watermarks",
+        "offsets [('in', 0, 7)]",
+        "flush",
+        "commit",
+        "local state",
+        "begin",
+    ]
+    assert collector.producer.metadata["instance"] == "p.c.instance-1"
+    assert not c.marks_moved([task])
+    task.state = (6, False, 3)
+    assert c.marks_moved([task])
+
+
+def test_an_abortable_failure_aborts_and_asks_for_a_rerun():
+    c, collector, inputs = committer()
+    collector.producer.fail_commit = KafkaError(KafkaError._FENCED, txn_requires_abort=True)
+    assert not c.commit([FakeTask()], inputs)
+    assert log[-3:] == ["abort", "begin", "discard"] and "local state" not in log
+    assert c.refusal is None
+
+
+def test_a_refused_record_is_remembered_as_the_data_fault():
+    c, collector, inputs = committer()
+    collector.producer.fail_commit = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)
+    assert not c.commit([FakeTask()], inputs)
+    assert c.refusal is not None and c.refusal.code() == KafkaError.MSG_SIZE_TOO_LARGE
+
+
+def test_anything_else_ends_the_membership():
+    c, collector, inputs = committer()
+    collector.producer.fail_commit = KafkaError(KafkaError._FENCED, fatal=True)
+    with pytest.raises(Rejoin, match="commit failed"):
+        c.commit([FakeTask()], inputs)

@@ -1,0 +1,116 @@
+"""The write-back state cache: sealing per hook call, rollback, changes against the committed
+form, eviction of clean documents only."""
+
+from __future__ import annotations
+
+import pytest
+
+from framework.errors import BadRecord
+from framework.keyed_state import KeyedState
+from framework.serde import decode_json, encode_json
+
+
+class _Backend:
+    def __init__(self, docs: dict[str, dict]):
+        self.raw = {k: encode_json(v) for k, v in docs.items()}
+        self.loads: list[str] = []
+
+    def load(self, key):
+        self.loads.append(key)
+        return self.raw.get(key)
+
+    def apply(self, changes):
+        for key, raw in changes:
+            if raw is None:
+                self.raw.pop(key, None)
+            else:
+                self.raw[key] = raw
+
+
+def state(docs=None, **kwargs) -> tuple[KeyedState, _Backend]:
+    backend = _Backend(docs or {})
+    return KeyedState(backend, encode_json, decode_json, **kwargs), backend
+
+
+def touch(st: KeyedState, key: str, change=None) -> dict:
+    """One hook call on `key`: change its document, then seal it."""
+    doc = st.get(key)
+    if change:
+        change(doc)
+    st.seal(key)
+    return doc
+
+
+def decoded(changes):
+    return [(k, None if raw is None else decode_json(raw)) for k, raw in changes]
+
+
+def test_changes_report_only_changed_docs():
+    st, _ = state({"a": {"n": 1}, "b": {"n": 2}, "c": {"n": 3}})
+    touch(st, "a")  # touched, unchanged
+    touch(st, "b", lambda d: d.update(n=20))
+    touch(st, "c", lambda d: d.clear())  # emptied -> tombstone
+    touch(st, "d")  # new, still empty: nothing to write
+    touch(st, "e", lambda d: d.update(x=[1, {"y": 2}]))
+    assert decoded(st.changes()) == [("b", {"n": 20}), ("c", None), ("e", {"x": [1, {"y": 2}]})]
+    st.committed()
+    assert st.changes() == []
+    # back to the committed value = no change; mutations of nested values are seen
+    touch(st, "b", lambda d: d.update(n=21))
+    touch(st, "b", lambda d: d.update(n=20))
+    touch(st, "e", lambda d: d["x"][1].update(y=3))
+    assert decoded(st.changes()) == [("e", {"x": [1, {"y": 3}]})]
+
+
+def test_state_that_cannot_be_stored_fails_the_hook_call_and_rolls_back():
+    st, _ = state({"a": {"n": 1}})
+    doc = st.get("a")
+    doc["s"] = {1, 2}
+    with pytest.raises(BadRecord, match="state of key 'a' cannot be stored") as failed:
+        st.seal("a")
+    assert failed.value.stage == "state"
+    st.rollback("a")
+    assert st.get("a") == {"n": 1}
+    assert st.changes() == []
+
+
+def test_state_over_the_changelog_limit_fails_at_seal():
+    st, _ = state(max_bytes=100)
+    st.get("a")["blob"] = "x" * 200
+    with pytest.raises(BadRecord, match="over the changelog's limit of 100 bytes"):
+        st.seal("a")
+
+
+def test_rollback_returns_to_the_last_sealed_form_not_the_committed_one():
+    st, _ = state()
+    touch(st, "a", lambda d: d.update(n=1))
+    st.get("a")["n"] = 99  # a failing hook call
+    st.rollback("a")
+    assert st.get("a") == {"n": 1}
+    assert decoded(st.changes()) == [("a", {"n": 1})]
+
+
+def test_keys_sealed_after_changes_stay_dirty():
+    st, _ = state()
+    touch(st, "a", lambda d: d.update(n=1))
+    assert decoded(st.changes()) == [("a", {"n": 1})]
+    touch(st, "a", lambda d: d.update(n=2))  # a hook ran between changes() and committed()
+    st.committed()
+    assert decoded(st.changes()) == [("a", {"n": 2})]
+
+
+def test_evicts_only_clean_keys_and_never_the_key_being_loaded():
+    st, backend = state(capacity=3)
+    for k in "abcde":
+        touch(st, k, lambda d, k=k: d.update(v=k))
+    assert len(st) == 5  # all dirty: nothing evicted
+    backend.apply(st.changes())
+    st.committed()
+    assert len(st) == 3
+    assert st.get("a") == {"v": "a"} and backend.loads.count("a") == 2  # reloaded
+    assert st.changes() == []
+    st2, _ = state(capacity=1)
+    touch(st2, "x", lambda d: d.update(v=1))  # dirty, so cannot be evicted
+    assert st2.get("y") == {} and len(st2) == 2
+    touch(st2, "y", lambda d: d.update(v=2))
+    assert decoded(st2.changes()) == [("x", {"v": 1}), ("y", {"v": 2})]
