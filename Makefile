@@ -8,11 +8,12 @@ SPARK_JARS := ops/jars/spark-kafka
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv jars test demo chaos bench lint broker broker-stop
+.PHONY: help venv jars test demo enrich-demo chaos bench lint broker broker-stop
 
 help:
 	@echo "make demo         Zeitgeist on the embedded broker: planted spike and dip found, nothing else"
 	@echo "make test         every test suite (unit, integration on a real broker, chaos reduced)"
+	@echo "make enrich-demo  the stream-table join (jobs/enrich) on the embedded broker"
 	@echo "make chaos        the chaos suite at full size (LOGWHEEL_CHAOS_FULL=1)"
 	@echo "make bench        the benchmarks"
 	@echo "make lint         ruff check and ruff format --check"
@@ -41,6 +42,10 @@ test: venv jars
 demo: venv jars
 	$(PY) -m framework.cli broker start
 	$(PY) -m jobs.zeitgeist.demo
+
+enrich-demo: venv jars
+	$(PY) -m framework.cli broker start
+	$(PY) -m jobs.enrich.demo
 
 chaos: venv jars
 	LOGWHEEL_CHAOS_FULL=1 $(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) tests/chaos

@@ -18,7 +18,7 @@ is known to be storable (invariants 1 and 7):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import mmh3
@@ -89,6 +89,7 @@ class KeyedContext:
         "_doc",
         "_timer_undo",
         "_productions",
+        "_tables",
     )
 
     def __init__(
@@ -99,6 +100,7 @@ class KeyedContext:
         output: Output,
         name: str,
         outputs: frozenset[str],
+        tables: Mapping[str, Any] | None = None,
     ) -> None:
         self._scope = scope
         self._states = states
@@ -112,6 +114,7 @@ class KeyedContext:
         self._doc: dict | None = None
         self._timer_undo: dict[str, Timer | None] = {}
         self._productions: list[tuple[str, str, Any, int]] = []
+        self._tables = dict(tables or {})
 
     # -- the executor's side --------------------------------------------------------------
 
@@ -205,6 +208,16 @@ class KeyedContext:
         # Buffered until the hook returns, so capture the value as it is now: a hook may go on
         # to mutate what it produced (e.g. a dict that lives in its state).
         self._productions.append((stream, key, copy_json(value), timestamp))
+
+    def table(self, name: str) -> Any:
+        """Read-only view (`get(key)`, `in`) of the declared table `name`, as of this call."""
+        try:
+            return self._tables[name]
+        except KeyError:
+            raise KeyError(
+                f"computation {self._name!r} has no table {name!r}; it declares "
+                f"{sorted(self._tables)}: add it to tables={{...}} in pipeline.computation(...)"
+            ) from None
 
     def set_timer(self, tag: str, time: int, domain: str = EVENT) -> None:
         """Set this key's timer `tag` to fire at `time` in `domain`; setting it again moves it."""

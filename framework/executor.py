@@ -9,8 +9,8 @@ and the driver decides when changes are durable (`changes()` ... `committed()`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from prometheus_client import Counter
 
@@ -55,6 +55,7 @@ class Executor:
         clock: Callable[[], int] = now_ms,
         cache_size: int = 10_000,
         state_max_bytes: int | None = None,
+        tables: Mapping[str, Any] | None = None,
     ) -> None:
         self.spec = spec
         self.computation: Computation = spec.factory()
@@ -71,7 +72,7 @@ class Executor:
         )
         self._timers = TimerService(timers.load_all())
         self._ctx = KeyedContext(
-            self, self._state, self._timers, output, spec.group, frozenset(spec.outputs)
+            self, self._state, self._timers, output, spec.group, frozenset(spec.outputs), tables
         )
         self._late_metric = LATE_RECORDS.labels(spec.name)
         cls = type(self.computation)

@@ -115,6 +115,7 @@ class ComputationSpec:
     partitions: int
     state_schema: str | None = None
     on_error: str = "dead_letter"
+    tables: Mapping[str, str] = field(default_factory=dict)  # name -> compacted topic
 
     @property
     def group(self) -> str:
@@ -199,12 +200,15 @@ class Pipeline:
         partitions: int | None = None,
         state_schema: str | None = None,
         on_error: str = "dead_letter",
+        tables: Mapping[str, str] | None = None,
     ) -> Pipeline:
         """Declare a computation reading `inputs` (stream -> key extractor or None).
 
         `computation` is a Computation class or any factory returning one; the state schema is
         `state_schema`, else the class's `state_schema` attribute. `on_error` says what a bad
-        record becomes: "dead_letter" (its dead-letter topic), "skip" (counted) or "stop"."""
+        record becomes: "dead_letter" (its dead-letter topic), "skip" (counted) or "stop".
+        `tables` names compacted topics (name -> topic, e.g. another computation's changelog)
+        the hooks read with `ctx.table(name)`, co-partitioned with the key space."""
         if not NAME.match(name):
             raise PipelineError(f"computation name {name!r} must match [a-z][a-z0-9-]*")
         if name in self.computations:
@@ -220,8 +224,14 @@ class Pipeline:
                 f"computation {name!r}: on_error={on_error!r}; use one of {ERROR_POLICIES}"
             )
         outputs = dict(outputs or {})
-        for stream in [*inputs, *outputs]:
+        tables = dict(tables or {})
+        for stream in [*inputs, *outputs, *tables.values()]:
             _check_stream(stream)
+        for table in tables:
+            if not NAME.match(table):
+                raise PipelineError(
+                    f"computation {name!r}: table name {table!r} must match [a-z][a-z0-9-]*"
+                )
         for schema in [*outputs.values(), state_schema]:
             if schema is not None:
                 _check_schema(schema)
@@ -241,6 +251,7 @@ class Pipeline:
             partitions=partitions or self.partitions,
             state_schema=state_schema or getattr(computation, "state_schema", None),
             on_error=on_error,
+            tables=tables,
         )
         return self
 

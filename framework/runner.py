@@ -25,6 +25,7 @@ from framework.kafka import client_config, consumer_config, producer_config
 from framework.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.restore import Restorer
+from framework.tables import Tables
 from framework.task import Runtime
 from framework.task_manager import TaskManager
 from framework.topics import create_topics
@@ -117,6 +118,14 @@ class Runner:
         topics = admin.list_topics(timeout=30).topics
         counts = {name: len(meta.partitions) for name, meta in topics.items()}
         spec = self.spec
+        for name, topic in spec.tables.items():
+            if counts.get(topic) != spec.partitions:
+                raise PipelineError(
+                    f"{spec.group} joins table {name!r} ({topic}), which must have "
+                    f"{spec.partitions} partitions like its key space but has "
+                    f"{counts.get(topic, 'none (it does not exist)')}: co-partition them "
+                    "(same partition count and keys) or create the topic"
+                )
         for i in spec.inputs:
             if i.key is None and counts.get(i.stream) != spec.partitions:
                 raise PipelineError(
@@ -166,8 +175,13 @@ class Member:
             partitions,
             ErrorPolicy(spec.group, spec.on_error),
         )
+        self.tables = (
+            Tables(Consumer(consumer_config(bootstrap, extra=extra)), spec, runner.dir)
+            if spec.tables
+            else None
+        )
         self.tasks = TaskManager(
-            rt, self.consumer, self.channels, self.restorer, runner.dir, cooperative
+            rt, self.consumer, self.channels, self.restorer, runner.dir, cooperative, self.tables
         )
         self.dirty = False
         self.lost = False
@@ -227,6 +241,8 @@ class Member:
                 self.rewind = False
                 tasks.rewind()
                 continue
+            if self.tables is not None:
+                self._sync_tables(msgs)
             for msg in msgs:
                 err = msg.error()
                 if err is not None:
@@ -261,6 +277,19 @@ class Member:
                 or time.monotonic() - self.committer.last_commit >= interval
             ):
                 self.commit()
+
+    def _sync_tables(self, msgs: list) -> None:
+        """Tables first: read them at least to where they end now, for the tasks about to
+        process records (a record never meets a table older than when it was read)."""
+        keyed, routes = set(self.spec.keyed_topics), self.tasks.routes
+        self.tables.sync(
+            {
+                m.partition()
+                for m in msgs
+                if m.topic() in keyed and (m.topic(), m.partition()) in routes
+            }
+        )
+        self.tables.step()
 
     def _idle_timeout(self) -> float:
         timeout = self.runner.idle_poll_s

@@ -10,7 +10,7 @@ its stage; the rest of the partition flows (invariant 7).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,7 +201,13 @@ class RepartitionTask(Task):
 class KeyedTask(Task):
     """One partition of a computation's key space: state, timers and the user's hooks."""
 
-    def __init__(self, runtime: Runtime, partition: int, store: TaskStore) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        partition: int,
+        store: TaskStore,
+        tables: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(runtime)
         pipeline, spec = runtime.pipeline, runtime.spec
         self.partition = partition
@@ -228,7 +234,9 @@ class KeyedTask(Task):
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []
         limit = runtime.collector.limits.of(spec.changelog).max_bytes
-        self.executor = Executor(spec, store, store, self.output, state_max_bytes=limit)
+        self.executor = Executor(
+            spec, store, store, self.output, state_max_bytes=limit, tables=tables
+        )
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
         self.output.source = msg

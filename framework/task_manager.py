@@ -16,6 +16,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from framework.restore import Restorer
 from framework.state import TaskStore
+from framework.tables import Tables
 from framework.task import InputPartition, KeyedTask, RepartitionTask, Runtime, Task, decode_timer
 from framework.watermarks import Published, WatermarkChannels
 
@@ -34,6 +35,7 @@ class TaskManager:
         restorer: Restorer,
         state_dir: Path,
         cooperative: bool,
+        tables: Tables | None = None,
     ) -> None:
         self.rt = rt
         self.spec = rt.spec
@@ -42,6 +44,7 @@ class TaskManager:
         self.restorer = restorer
         self.state_dir = state_dir
         self.cooperative = cooperative
+        self.tables = tables
         self.repartitioned = {i.stream: i for i in rt.spec.inputs if i.key is not None}
         self.tasks: dict[tuple, Task] = {}  # running
         self.routes: dict[tuple[str, int], tuple[Task, InputPartition]] = {}
@@ -78,6 +81,8 @@ class TaskManager:
             if task is not None and not any(t is task for t, _ in self.routes.values()):
                 self.tasks = {k: t for k, t in self.tasks.items() if t is not task}
                 task.close()
+                if self.tables is not None and isinstance(task, KeyedTask):
+                    self.tables.remove(task.partition)
         for p in [p for p in self.restoring if not self._wanted(p)]:
             self.restorer.remove(p)
             self.restoring.pop(p).close()
@@ -112,7 +117,8 @@ class TaskManager:
                 self.restoring[p] = store
         for p, store in self.restorer.step() if self.restorer.restoring() else ():
             del self.restoring[p]
-            self.tasks[("k", p)] = task = KeyedTask(self.rt, p, store)
+            views = self.tables.add(p) if self.tables is not None else None
+            self.tasks[("k", p)] = task = KeyedTask(self.rt, p, store, views)
             self._fresh.append(task)
             ready += [tp for tp in self.waiting if tp[1] == p and tp[0] not in self.repartitioned]
         if ready:
@@ -187,6 +193,8 @@ class TaskManager:
     def close(self) -> None:
         for task in self.tasks.values():
             task.close()
+        if self.tables is not None:
+            self.tables.close()
         self.tasks.clear()
         self.routes.clear()
         for p, store in self.restoring.items():

@@ -95,6 +95,10 @@ class MemoryOutput:
             self.dead.append(DeadLetter(record, error, stage))
 
 
+class MemoryTable(dict):
+    """A declared table in the Harness: `get(key)` and `in`, set with `Harness.set_table`."""
+
+
 class Harness:
     """Runs computation `computation_name` of `pipeline` in process, one call at a time.
 
@@ -114,6 +118,7 @@ class Harness:
         self._collector = MemoryOutput(self.spec)
         self._now = 0
         self._ids = itertools.count()
+        self._tables = {name: MemoryTable() for name in self.spec.tables}
         self.executor = self._new_executor()
 
     def _new_executor(self) -> Executor:
@@ -123,6 +128,7 @@ class Harness:
             self._timer_backend,
             self._collector,
             clock=lambda: self._now,
+            tables=self._tables,
         )
 
     # -- driving ------------------------------------------------------------------------------
@@ -161,6 +167,19 @@ class Harness:
         self.executor.process(record)
         self.executor.fire_due()
         self._commit()
+
+    def set_table(self, name: str, key: str, value: Any) -> None:
+        """Put `value` (None: delete) under `key` in the declared table `name`, as an update
+        of its changelog would; later hook calls see it."""
+        if name not in self._tables:
+            raise ValueError(
+                f"computation {self.spec.name!r} declares no table {name!r}; "
+                f"its tables are {sorted(self._tables)}"
+            )
+        if value is None:
+            self._tables[name].pop(key, None)
+        else:
+            self._tables[name][key] = copy_json(value)
 
     def advance_watermark(self, ms: int) -> int:
         """Raise the input low watermark to `ms` (never lowers it) and fire the due timers in
