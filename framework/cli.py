@@ -107,6 +107,14 @@ def register_run(commands: argparse._SubParsersAction) -> None:
         default=None,
         help="local state (else LOGWHEEL_STATE_DIR, else .logwheel/state)",
     )
+    parser.add_argument(
+        "--standby",
+        type=int,
+        default=0,
+        metavar="N",
+        help="keep warm replicas of the N partitions after each owned one, so taking them "
+        "over restores only the tail (0)",
+    )
     _add_bootstrap(parser)
     parser.set_defaults(func=run)
 
@@ -125,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         bootstrap=bootstrap_from(args.bootstrap),
         state_dir=args.state_dir or default_state_dir(),
         config_file=args.config,
+        standby=args.standby,
     )
 
 

@@ -65,6 +65,7 @@ def run_computations(
     bootstrap: str,
     state_dir: Path,
     config_file: str | None = None,
+    standby: int = 0,
 ) -> int:
     """Run the named computations (all when empty) until SIGTERM; returns an exit code."""
     pipeline = load_pipeline(ref)
@@ -72,16 +73,23 @@ def run_computations(
     for name in names:
         pipeline[name]  # noqa: B018 - fails at start naming the computations there are
     kafka = kafka_settings(config_file)
+    if standby < 0:
+        raise PipelineError(f"--standby {standby}: give a number of partitions >= 0")
     if len(names) == 1:
-        return _run_one(pipeline, names[0], bootstrap, state_dir, kafka)
-    return _supervise(ref, names, bootstrap, state_dir, config_file)
+        return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, standby)
+    return _supervise(ref, names, bootstrap, state_dir, config_file, standby)
 
 
-def _run_one(pipeline: Pipeline, name: str, bootstrap: str, state_dir: Path, kafka: dict) -> int:
+def _run_one(
+    pipeline: Pipeline, name: str, bootstrap: str, state_dir: Path, kafka: dict, standby: int
+) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    Runner(pipeline, name, bootstrap=bootstrap, state_dir=state_dir, kafka=kafka).run(stop)
+    runner = Runner(
+        pipeline, name, bootstrap=bootstrap, state_dir=state_dir, kafka=kafka, standby=standby
+    )
+    runner.run(stop)
     return 0
 
 
@@ -91,12 +99,19 @@ def _die_with_parent() -> None:
 
 
 def _supervise(
-    ref: str, names: list[str], bootstrap: str, state_dir: Path, config_file: str | None
+    ref: str,
+    names: list[str],
+    bootstrap: str,
+    state_dir: Path,
+    config_file: str | None,
+    standby: int,
 ) -> int:
     base = [sys.executable, "-m", "framework.cli", "run", ref, "--bootstrap", bootstrap]
     base += ["--state-dir", str(state_dir)]
     if config_file:
         base += ["--config", config_file]
+    if standby:
+        base += ["--standby", str(standby)]
     children = {
         name: subprocess.Popen([*base, "--computation", name], preexec_fn=_die_with_parent)
         for name in names

@@ -2,6 +2,10 @@
 batch at a time inside the runner's loop, with the tasks' input partitions paused, so a long
 restore never outlives `max.poll.interval.ms` (Kafka Streams' StoreChangelogReader).
 
+The same reader keeps standby replicas (`logwheel run --standby N`, Kafka Streams'
+`num.standby.replicas`): stores of partitions this process does not own, followed without end,
+so that when it takes one over its restore reads only the tail.
+
 A store whose checkpoint the journals contradict — written for topics since deleted and
 created again (`reset --wipe-state`), or beyond their end — is a corrupted task: it is wiped
 and restored from the start instead of silently bringing old state back.
@@ -27,6 +31,7 @@ _BATCH = 5_000
 class _Progress:
     store: TaskStore
     pending: set[str]  # journal topics not yet read to their end
+    standby: bool = False  # followed until removed, never done
     started: float = field(default_factory=time.monotonic)
     applied: int = 0
 
@@ -42,8 +47,9 @@ class Restorer:
         self._tasks: dict[int, _Progress] = {}
         self._reported = time.monotonic()
 
-    def add(self, partition: int, store: TaskStore) -> None:
-        """Start restoring `store` of task `partition` from its checkpoint (else the start)."""
+    def add(self, partition: int, store: TaskStore, *, standby: bool = False) -> None:
+        """Start restoring `store` of task `partition` from its checkpoint (else the start);
+        a standby is followed until it is removed."""
         try:
             checkpoint = self._checked(partition, store)
         except TaskCorrupted as why:
@@ -51,7 +57,7 @@ class Restorer:
             store.wipe()
             checkpoint = {}
         store.set_topic_ids(self.topic_ids)
-        self._tasks[partition] = _Progress(store, set(self.journals))
+        self._tasks[partition] = _Progress(store, set(self.journals), standby=standby)
         self.consumer.incremental_assign(
             [
                 TopicPartition(topic, partition, checkpoint.get(name, OFFSET_BEGINNING))
@@ -80,6 +86,10 @@ class Restorer:
             self._unassign(partition)
 
     def restoring(self) -> bool:
+        """Whether a task waits for its restore (standbys do not count)."""
+        return any(not t.standby for t in self._tasks.values())
+
+    def busy(self) -> bool:
         return bool(self._tasks)
 
     def step(self, timeout: float = 0.0) -> list[tuple[int, TaskStore]]:
@@ -105,7 +115,7 @@ class Restorer:
             task.store.apply(states, timers, offsets)
             task.applied += len(states) + len(timers)
         self._report()
-        done = [(p, t) for p, t in self._tasks.items() if not t.pending]
+        done = [(p, t) for p, t in self._tasks.items() if not t.pending and not t.standby]
         for p, task in done:
             del self._tasks[p]
             self._unassign(p)
@@ -125,6 +135,8 @@ class Restorer:
         if self._tasks and time.monotonic() - self._reported > 5:
             self._reported = time.monotonic()
             for p, task in self._tasks.items():
+                if task.standby:
+                    continue
                 group = self.spec.group
                 log.info("%s task %d: restoring, %d records so far", group, p, task.applied)
 

@@ -46,6 +46,7 @@ class Runner:
         state_dir: Path,
         kafka: dict | None = None,
         instance_id: str | None = None,
+        standby: int = 0,
         commit_interval_ms: int = 100,
         max_batch: int = 1000,
         idle_poll_s: float = 0.02,
@@ -59,6 +60,7 @@ class Runner:
         self.max_batch = max_batch
         self.idle_poll_s = idle_poll_s
         self.instance_id = instance_id
+        self.standby = standby
 
     def run(self, stop: threading.Event) -> None:
         self.pipeline.validate()
@@ -181,7 +183,14 @@ class Member:
             else None
         )
         self.tasks = TaskManager(
-            rt, self.consumer, self.channels, self.restorer, runner.dir, cooperative, self.tables
+            rt,
+            self.consumer,
+            self.channels,
+            self.restorer,
+            runner.dir,
+            cooperative,
+            self.tables,
+            runner.standby,
         )
         self.dirty = False
         self.lost = False

@@ -36,6 +36,7 @@ class TaskManager:
         state_dir: Path,
         cooperative: bool,
         tables: Tables | None = None,
+        standby: int = 0,
     ) -> None:
         self.rt = rt
         self.spec = rt.spec
@@ -45,6 +46,8 @@ class TaskManager:
         self.state_dir = state_dir
         self.cooperative = cooperative
         self.tables = tables
+        self.standby = standby
+        self.standbys: dict[int, TaskStore] = {}  # followed, not owned
         self.repartitioned = {i.stream: i for i in rt.spec.inputs if i.key is not None}
         self.tasks: dict[tuple, Task] = {}  # running
         self.routes: dict[tuple[str, int], tuple[Task, InputPartition]] = {}
@@ -69,6 +72,8 @@ class TaskManager:
     def revoked(self, tps: list[TopicPartition]) -> None:
         """Partitions taken away (after the caller committed, unless they were lost)."""
         self._drop(tps)
+        if self.standby:
+            self._balance_standbys()
         if tps:
             log.info("%s: gave up %s", self.spec.group, _names(tps))
 
@@ -102,8 +107,9 @@ class TaskManager:
     # -- in the loop ------------------------------------------------------------------------
 
     def step(self) -> None:
-        """Start tasks for waiting partitions; restore a batch; run the restored tasks."""
-        if not self.waiting:
+        """Start tasks for waiting partitions; restore a batch (and follow the standbys);
+        run the restored tasks."""
+        if not self.waiting and not self.restorer.busy():
             return
         ready: list[tuple[str, int]] = []
         for topic, p in self.waiting:
@@ -112,10 +118,13 @@ class TaskManager:
             elif ("k", p) in self.tasks:
                 ready.append((topic, p))  # another topic of a running keyed task
             elif p not in self.restoring:
+                if p in self.standbys:  # warm: its restore reads only the tail
+                    self.restorer.remove(p)
+                    self.standbys.pop(p).close()
                 store = TaskStore(self.state_dir / f"task-{p}", decode_timer)
                 self.restorer.add(p, store)
                 self.restoring[p] = store
-        for p, store in self.restorer.step() if self.restorer.restoring() else ():
+        for p, store in self.restorer.step() if self.restorer.busy() else ():
             del self.restoring[p]
             views = self.tables.add(p) if self.tables is not None else None
             self.tasks[("k", p)] = task = KeyedTask(self.rt, p, store, views)
@@ -123,6 +132,24 @@ class TaskManager:
             ready += [tp for tp in self.waiting if tp[1] == p and tp[0] not in self.repartitioned]
         if ready:
             self._run(ready)
+            if self.standby:
+                self._balance_standbys()
+
+    def _balance_standbys(self) -> None:
+        """Keep warm replicas of the `standby` partitions after each owned one (mod the
+        partition count), so a takeover of a neighbour's partitions restores only the tail."""
+        n, count = self.standby, self.spec.partitions
+        owned = {p for p in range(count) if self._wanted(p) or ("k", p) in self.tasks}
+        wanted = {(p + k) % count for p in owned for k in range(1, n + 1)} - owned
+        for p in set(self.standbys) - wanted:
+            self.restorer.remove(p)
+            self.standbys.pop(p).close()
+        for p in sorted(wanted - set(self.standbys)):
+            store = TaskStore(self.state_dir / f"task-{p}", decode_timer)
+            self.restorer.add(p, store, standby=True)
+            self.standbys[p] = store
+        if wanted:
+            log.info("%s: standby replicas of partitions %s", self.spec.group, sorted(wanted))
 
     def _run(self, ready: list[tuple[str, int]]) -> None:
         self.channels.catch_up()
@@ -191,6 +218,10 @@ class TaskManager:
         return list(self.tasks.values())
 
     def close(self) -> None:
+        for p, store in self.standbys.items():
+            self.restorer.remove(p)
+            store.close()
+        self.standbys.clear()
         for task in self.tasks.values():
             task.close()
         if self.tables is not None:
