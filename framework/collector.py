@@ -116,6 +116,10 @@ class Collector:
             err, self._errors = self._errors[0], []
             raise KafkaException(err)
 
+    def refusal(self) -> KafkaError | None:
+        """The first refusal of a record's content among those not yet raised."""
+        return next((e for e in self._errors if e.code() in DATA_FAULTS), None)
+
     def discard_errors(self) -> None:
         """The transaction was aborted: refusals of what it held (purged sends) are moot."""
         self._errors = []

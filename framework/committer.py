@@ -89,7 +89,6 @@ class Committer:
                     self.producer.send_offsets_to_transaction(
                         offsets, self.consumer.consumer_group_metadata(), TIMEOUT_S
                     )
-                collector.flush()  # raise what the broker refused: it must not commit
                 self.producer.commit_transaction(TIMEOUT_S)  # 4
             else:
                 collector.flush()
@@ -116,7 +115,8 @@ class Committer:
         )
         if not abortable:
             raise Rejoin(f"commit failed: {error}") from error
-        self.refusal = err if err.code() in DATA_FAULTS else None
+        self.producer.poll(0)  # serve the delivery reports: which records were refused
+        self.refusal = self.collector.refusal() or (err if err.code() in DATA_FAULTS else None)
         log.warning("%s: commit failed, re-running from the last commit: %s", self.spec.group, err)
         if self.eos:
             try:

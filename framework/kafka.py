@@ -66,7 +66,7 @@ def consumer_config(
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
         "fetch.wait.max.ms": 20,
-        "fetch.queue.backoff.ms": 0,
+        "fetch.queue.backoff.ms": 10,
     }
     if group is None:
         config["group.id"] = "logwheel-unused"  # librdkafka wants one even for assign()

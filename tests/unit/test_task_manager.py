@@ -48,7 +48,7 @@ class FakeRestorer:
         self.removed: list[int] = []
         self.done: list[int] = []
 
-    def add(self, partition, store):
+    def add(self, partition, store, standby=False):
         self.added[partition] = store
 
     def remove(self, partition):
@@ -56,6 +56,9 @@ class FakeRestorer:
         self.added.pop(partition, None)
 
     def restoring(self):
+        return bool(self.added)
+
+    def busy(self):
         return bool(self.added)
 
     def step(self, timeout=0.0):
