@@ -9,11 +9,10 @@ is known to be storable (invariants 1 and 7):
   returns it is sealed (encoded, checked against the changelog's limit); a failed call puts
   back the last sealed form;
 - timers: the first change to a (key, tag) in a call remembers what was there before;
-- productions: captured (copied) when produced, buffered, and when the hook returns encoded and
-  checked by the output (schema, size, timestamp window) with deterministic ids
-  (`mmh3.hash128("<pipeline>.<computation>|<cause>|<n>")`, cause = the input record's id or
-  `timer|key|tag|time`); only if every one of them and the state pass are they handed on. A
-  re-run after an aborted commit produces the same ids.
+- productions: encoded and checked by the output (schema, size, timestamp window) when produced,
+  with deterministic ids (`mmh3.hash128("<pipeline>.<computation>|<cause>|<n>")`, cause = the
+  input record's id or `timer|key|tag|time`), buffered, and handed on only once the hook
+  returned and its state was sealed. A re-run after an aborted commit produces the same ids.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from typing import Any, Protocol
 import mmh3
 
 from framework.api import DOMAINS, EVENT, Record, Timer
+from framework.errors import BadRecord
 from framework.keyed_state import KeyedState
 from framework.timers import TimerService
 
@@ -90,6 +90,7 @@ class KeyedContext:
         "_timer_undo",
         "_productions",
         "_tables",
+        "_failure",
     )
 
     def __init__(
@@ -115,6 +116,7 @@ class KeyedContext:
         self._timer_undo: dict[str, Timer | None] = {}
         self._productions: list[tuple[str, str, Any, int]] = []
         self._tables = dict(tables or {})
+        self._failure: BaseException | None = None  # a production that failed in this call
 
     # -- the executor's side --------------------------------------------------------------
 
@@ -126,23 +128,20 @@ class KeyedContext:
         self._doc = None
 
     def _finish(self) -> None:
-        """The hook returned: encode and check its productions and seal its state, then hand
-        the productions on. Raises `BadRecord` if any of it cannot be stored; the executor
-        then undoes the call with `_abort`."""
-        productions = self._productions
-        if productions:
-            encode, name, cause = self._output.encode, self._name, self._cause
-            encoded = [
-                encode(stream, key, value, timestamp, production_id(name, cause, n))
-                for n, (stream, key, value, timestamp) in enumerate(productions)
-            ]
+        """The hook returned: seal its state, then hand its (already encoded and checked)
+        productions on. Raises `BadRecord` if the state cannot be stored; the executor then
+        undoes the call with `_abort`. A production that failed fails the call even if the
+        hook caught the error: nothing a hook produced disappears unreported."""
+        if self._failure is not None:
+            raise self._failure
         if self._doc is not None:
             self._states.seal(self._key)
             self._doc = None
+        productions = self._productions
         if productions:
             self._productions = []
             produce = self._output.produce
-            for production in encoded:
+            for production in productions:
                 produce(production)
         if self._timer_undo:
             self._timer_undo = {}
@@ -151,6 +150,7 @@ class KeyedContext:
         """The hook (or its completion) failed: drop its productions, put state and timers
         back as they were."""
         self._productions = []
+        self._failure = None
         if self._doc is not None:
             self._states.rollback(self._key)
             self._doc = None
@@ -205,9 +205,16 @@ class KeyedContext:
             raise TypeError(
                 f"produce(timestamp=...) must be int milliseconds, got {type(timestamp).__name__}"
             )
-        # Buffered until the hook returns, so capture the value as it is now: a hook may go on
-        # to mutate what it produced (e.g. a dict that lives in its state).
-        self._productions.append((stream, key, copy_json(value), timestamp))
+        # Encoded now (which captures the value as it is: a hook may go on to mutate what it
+        # produced) and handed on only when the hook returns; a production its stream would
+        # refuse raises BadRecord here, failing the call at stage "encode" or "produce".
+        productions = self._productions
+        rid = production_id(self._name, self._cause, len(productions))
+        try:
+            productions.append(self._output.encode(stream, key, value, timestamp, rid))
+        except BadRecord as error:
+            self._failure = error
+            raise
 
     def table(self, name: str) -> Any:
         """Read-only view (`get(key)`, `in`) of the declared table `name`, as of this call."""

@@ -376,6 +376,29 @@ def test_a_hook_call_is_atomic_at_the_hook(bad, stage):
     assert [d.stage for d in h.dead_letter_details()] == [stage]
 
 
+def test_a_failed_production_fails_the_call_even_if_the_hook_catches_it():
+    class Swallowing(Computation):
+        def process_record(self, ctx, record):
+            ctx.state["n"] = 1
+            ctx.produce("out", {"first": True})
+            try:
+                ctx.produce("counts", {"query": "q"})  # its schema rejects it
+            except Exception:
+                pass
+
+    p = Pipeline("t").source("in")
+    p.computation(
+        "c",
+        Swallowing,
+        inputs={"in": None},
+        outputs={"out": None, "counts": "zeitgeist.WindowCount"},
+    )
+    h = Harness(p, "c")
+    h.send("in", "k", {}, 0)
+    assert h.outputs("out") == [] and h.state("k") == {}
+    assert [d.stage for d in h.dead_letter_details()] == ["encode"]
+
+
 def test_key_extractors_must_return_str_everywhere():
     p = Pipeline("t").source("in")
     p.computation("c", Scripted, inputs={"in": lambda r: r.value.get("k")}, outputs={"out": None})
