@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -89,6 +90,16 @@ def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name)
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise SystemExit(f"logwheel: {name}={value!r}: give a port number") from None
+
+
 def register_run(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "run", help="run computations of a pipeline until SIGTERM", description=run.__doc__
@@ -106,6 +117,14 @@ def register_run(commands: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         help="local state (else LOGWHEEL_STATE_DIR, else .logwheel/state)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=_env_int("LOGWHEEL_METRICS_PORT"),
+        metavar="N",
+        help="serve Prometheus metrics on port N (0: a free one, logged; several computations: "
+        "N, N+1, ...; else LOGWHEEL_METRICS_PORT; default off)",
     )
     parser.add_argument(
         "--standby",
@@ -134,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         state_dir=args.state_dir or default_state_dir(),
         config_file=args.config,
         standby=args.standby,
+        metrics_port=args.metrics_port,
     )
 
 

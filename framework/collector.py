@@ -46,6 +46,7 @@ class Collector:
 
     def __init__(self, config: dict, limits: TopicLimits | None = None) -> None:
         self.written: dict[tuple[str, int], int] = {}
+        self.delivered: dict[str, int] = {}  # records acknowledged per topic, for metrics
         self.limits = limits or TopicLimits()
         self.poisoned: dict[tuple[str, int, int], str] = {}  # input position -> refusal
         self._errors: list[KafkaError] = []
@@ -55,7 +56,9 @@ class Collector:
         if err is not None:
             self._errors.append(err)
             return
-        key = (msg.topic(), msg.partition())
+        topic = msg.topic()
+        self.delivered[topic] = self.delivered.get(topic, 0) + 1
+        key = (topic, msg.partition())
         if msg.offset() > self.written.get(key, -1):
             self.written[key] = msg.offset()
 

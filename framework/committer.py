@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from framework.clock import now_ms
 from framework.collector import DATA_FAULTS, Collector
 from framework.errors import Rejoin
+from framework.metrics import ABORTS, COMMIT_SECONDS, COMMITS
 from framework.pipeline import ComputationSpec
 from framework.task import InputPartition, Task
 from framework.watermarks import encode_mark
@@ -66,7 +67,7 @@ class Committer:
         5. Local stores follow (RocksDB is written only after the commit), and the next
            transaction begins.
         """
-        collector = self.collector
+        collector, started = self.collector, time.monotonic()
         try:
             for task in tasks:  # 1
                 task.prepare_commit()
@@ -103,6 +104,8 @@ class Committer:
         if self.eos:
             self.producer.begin_transaction()
         self.last_commit = time.monotonic()
+        COMMITS.labels(self.spec.name).inc()
+        COMMIT_SECONDS.labels(self.spec.name).observe(self.last_commit - started)
         return True
 
     def _abort(self, error: KafkaException) -> None:
@@ -118,6 +121,7 @@ class Committer:
         self.producer.poll(0)  # serve the delivery reports: which records were refused
         self.refusal = self.collector.refusal() or (err if err.code() in DATA_FAULTS else None)
         log.warning("%s: commit failed, re-running from the last commit: %s", self.spec.group, err)
+        ABORTS.labels(self.spec.name).inc()
         if self.eos:
             try:
                 self.producer.abort_transaction(TIMEOUT_S)

@@ -11,18 +11,10 @@ from __future__ import annotations
 import logging
 import time
 
-from prometheus_client import Counter
-
 from framework.errors import BadRecord, Fatal
+from framework.metrics import DEAD_LETTERS
 
 log = logging.getLogger(__name__)
-
-DEAD_LETTERS = Counter(
-    "logwheel_dead_letters",
-    "Bad records, by stage and reason class (the exception type), whatever the error policy.",
-    ["computation", "stage", "reason"],
-)
-
 
 def reason_of(error: BaseException) -> str:
     """The `logwheel.error` text: the error's type and message."""

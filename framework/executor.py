@@ -12,22 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from prometheus_client import Counter
-
 from framework.api import EVENT, MIN_TIME, PROCESSING, Computation, Record, Timer
 from framework.clock import now_ms
 from framework.context import KeyedContext, Output, production_id
 from framework.errors import BadRecord
 from framework.keyed_state import KeyedState, StateBackend
+from framework.metrics import LATE_RECORDS
 from framework.pipeline import ComputationSpec
 from framework.serde import decoder_for, encoder_for
 from framework.timers import TimerService
-
-LATE_RECORDS = Counter(
-    "logwheel_late_records",
-    "Records that arrived behind the input low watermark (handed to on_late_record).",
-    ["computation"],
-)
 
 
 class TimerBackend(Protocol):

@@ -19,6 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from framework.metrics import serve
 from framework.pipeline import Pipeline, PipelineError
 from framework.runner import Runner
 
@@ -66,8 +67,12 @@ def run_computations(
     state_dir: Path,
     config_file: str | None = None,
     standby: int = 0,
+    metrics_port: int | None = None,
 ) -> int:
-    """Run the named computations (all when empty) until SIGTERM; returns an exit code."""
+    """Run the named computations (all when empty) until SIGTERM; returns an exit code.
+
+    With `metrics_port`, each process serves Prometheus metrics: one computation on that port;
+    several on consecutive ports from it, in the order named (0: each a free port, logged)."""
     pipeline = load_pipeline(ref)
     names = names or list(pipeline.computations)
     for name in names:
@@ -76,8 +81,10 @@ def run_computations(
     if standby < 0:
         raise PipelineError(f"--standby {standby}: give a number of partitions >= 0")
     if len(names) == 1:
+        if metrics_port is not None:
+            serve(metrics_port)
         return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, standby)
-    return _supervise(ref, names, bootstrap, state_dir, config_file, standby)
+    return _supervise(ref, names, bootstrap, state_dir, config_file, standby, metrics_port)
 
 
 def _run_one(
@@ -105,6 +112,7 @@ def _supervise(
     state_dir: Path,
     config_file: str | None,
     standby: int,
+    metrics_port: int | None,
 ) -> int:
     base = [sys.executable, "-m", "framework.cli", "run", ref, "--bootstrap", bootstrap]
     base += ["--state-dir", str(state_dir)]
@@ -112,9 +120,18 @@ def _supervise(
         base += ["--config", config_file]
     if standby:
         base += ["--standby", str(standby)]
+
+    def args(i: int, name: str) -> list[str]:
+        port = (
+            []
+            if metrics_port is None
+            else ["--metrics-port", str(metrics_port and metrics_port + i)]
+        )
+        return [*base, "--computation", name, *port]
+
     children = {
-        name: subprocess.Popen([*base, "--computation", name], preexec_fn=_die_with_parent)
-        for name in names
+        name: subprocess.Popen(args(i, name), preexec_fn=_die_with_parent)
+        for i, name in enumerate(names)
     }
 
     def forward(signum, _frame):

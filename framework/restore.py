@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from framework.errors import TaskCorrupted
+from framework.metrics import RESTORE_SECONDS, RESTORED_RECORDS
 from framework.pipeline import ComputationSpec
 from framework.state import TaskStore
 
@@ -120,6 +121,8 @@ class Restorer:
             del self._tasks[p]
             self._unassign(p)
             seconds = time.monotonic() - task.started
+            RESTORED_RECORDS.labels(self.spec.name).inc(task.applied)
+            RESTORE_SECONDS.labels(self.spec.name).inc(seconds)
             if task.applied:
                 log.info(
                     "%s task %d: restored %d journal records in %.1fs (%.0f records/s)",

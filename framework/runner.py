@@ -23,6 +23,8 @@ from framework.dead_letters import ErrorPolicy
 from framework.errors import BadRecord, Rejoin
 from framework.kafka import client_config, consumer_config, producer_config
 from framework.limits import DEFAULT_MAX_BYTES, read_limits
+from framework.meter import Meter
+from framework.metrics import REBALANCES
 from framework.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.restore import Restorer
 from framework.tables import Tables
@@ -199,6 +201,7 @@ class Member:
         self.refusals = 0  # consecutive commits the broker refused for a record's content
         self.isolating = False  # one input record per commit, to find the one refused
         self.handled: list[tuple[str, int, int]] = []  # input records since the last commit
+        self.meter = Meter(spec.name, self.consumer, self.collector)
         self.channels.follow(self._channels())
         self.consumer.subscribe(
             spec.consumed_topics,
@@ -219,15 +222,19 @@ class Member:
 
     def _on_assign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         if tps:
+            REBALANCES.labels(self.spec.name, "assigned").inc()
             self.tasks.assigned(tps)
 
     def _on_revoke(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         if not self.lost:
             self.commit()
+        if tps:
+            REBALANCES.labels(self.spec.name, "revoked").inc()
         self.tasks.revoked(tps)
 
     def _on_lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         self.lost = True
+        REBALANCES.labels(self.spec.name, "lost").inc()
         self.tasks.revoked(tps)
 
     # -- the loop ---------------------------------------------------------------------------
@@ -280,6 +287,8 @@ class Member:
             if not self.dirty:
                 self.dirty = self.committer.marks_moved(tasks.running())
             self.collector.producer.poll(0)
+            if time.monotonic() - self.meter.reported >= 1:
+                self.meter.report(tasks.running(), tasks.inputs())
             if self.dirty and (
                 len(msgs) < max_batch
                 or self.isolating

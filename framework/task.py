@@ -54,9 +54,11 @@ class InputPartition:
     watermark: PartitionWatermark
     channels: list[str]
     position: int = 0  # next offset to read
+    read: int = 0  # records read, for metrics
 
     def consumed(self, msg: Message) -> None:
         self.position = msg.offset() + 1
+        self.read += 1
         self.watermark.observe(msg.timestamp()[1])
 
     def record(self, msg: Message) -> Record:
