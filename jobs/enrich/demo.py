@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
 
 from changelog import ChangelogTable
 from framework.broker import bootstrap_from
 from framework.serde import decoder_for, encoder_for
-from framework.topics import create_topics, pipeline_topics
+from jobs.demo import clean_slate, start_job
 from jobs.enrich import pipeline
 
 STATE_DIR = Path(".logwheel/enrich-demo-state")
@@ -35,14 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="else LOGWHEEL_BOOTSTRAP, else the embedded broker")
     bootstrap = bootstrap_from(parser.parse_args(argv).bootstrap)
-    _wipe(bootstrap)
-    create_topics(bootstrap, pipeline)
-    log = open(".logwheel/enrich-demo-run.log", "w")  # noqa: SIM115 - the job's output
-    job = subprocess.Popen(
-        [sys.executable, "-m", "framework.cli", "run", "jobs.enrich:pipeline",
-         "--bootstrap", bootstrap, "--state-dir", str(STATE_DIR)],
-        stdout=log, stderr=log,
-    )  # fmt: skip
+    clean_slate(bootstrap, pipeline, STATE_DIR)
+    log = Path(".logwheel/enrich-demo-run.log")
+    job = start_job("jobs.enrich:pipeline", bootstrap, STATE_DIR, log)
     producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
     encode = encoder_for("enrich.PageView")
     views = 0
@@ -112,17 +104,6 @@ def _read(bootstrap: str, expect: int, timeout: float = 60) -> list[dict]:
         out += [decode(m.value()) for m in consumer.consume(100, 0.5) if m.error() is None]
     consumer.close()
     return out
-
-
-def _wipe(bootstrap: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    names = [t.name for t in pipeline_topics(pipeline)]
-    existing = [n for n in names if n in admin.list_topics(timeout=30).topics]
-    for future in admin.delete_topics(existing, operation_timeout=30).values() if existing else ():
-        future.result()
-    while set(existing) & set(admin.list_topics(timeout=30).topics):
-        time.sleep(0.2)
-    shutil.rmtree(STATE_DIR, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,12 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from framework.broker import bootstrap_from
 from framework.clock import now_ms
 from framework.serde import decoder_for
-from framework.topics import create_topics, pipeline_topics
+from jobs.demo import clean_slate, start_job
 from jobs.zeitgeist import pipeline
 from jobs.zeitgeist.generator import planted
 from jobs.zeitgeist.inject import inject
@@ -41,14 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     bootstrap = bootstrap_from(args.bootstrap)
 
     print("zeitgeist: clean slate (topics and local state of earlier demos removed)")
-    _wipe(bootstrap)
-    create_topics(bootstrap, pipeline)
-    log = open(".logwheel/demo-run.log", "w")  # noqa: SIM115 - the job's output
-    job = subprocess.Popen(
-        [sys.executable, "-m", "framework.cli", "run", "jobs.zeitgeist:pipeline",
-         "--bootstrap", bootstrap, "--state-dir", str(STATE_DIR)],
-        stdout=log, stderr=log,
-    )  # fmt: skip
+    clean_slate(bootstrap, pipeline, STATE_DIR)
+    job = start_job("jobs.zeitgeist:pipeline", bootstrap, STATE_DIR, Path(".logwheel/demo-run.log"))
     try:
         start = now_ms() - args.seconds * 1000
         print(f"zeitgeist: injecting {args.seconds} s of searches at {args.speed:g}x real time")
@@ -59,18 +51,6 @@ def main(argv: list[str] | None = None) -> int:
         job.send_signal(signal.SIGTERM)
         job.wait(60)
     return _report(found, planted(start))
-
-
-def _wipe(bootstrap: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    existing = set(admin.list_topics(timeout=30).topics)
-    names = [t.name for t in pipeline_topics(pipeline) if t.name in existing]
-    if names:
-        for future in admin.delete_topics(names, operation_timeout=30).values():
-            future.result()
-        while set(names) & set(admin.list_topics(timeout=30).topics):
-            time.sleep(0.2)
-    shutil.rmtree(STATE_DIR, ignore_errors=True)
 
 
 def _anomalies(bootstrap: str, job: subprocess.Popen, quiet_s: float = 8.0) -> list[dict]:
