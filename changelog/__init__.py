@@ -2,18 +2,23 @@
 
 A changelog topic `<pipeline>.<computation>.changelog` is compacted: its latest record per key
 is that key's whole state, a tombstone its deletion. `ChangelogTable` reads it (read_committed:
-only what the owning job committed) into memory and follows it live.
+only what the owning job committed) into memory, or into RocksDB under `path` for tables that
+outgrow memory (a reopened table resumes where it stopped and reads only the tail), and
+follows it live.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from rich.progress import Progress
 
+from changelog.store import MemoryRows, RocksRows
 from framework.kafka import consumer_config
 from framework.serde import default_schemas
 
@@ -23,70 +28,98 @@ __all__ = ["ChangelogTable"]
 class ChangelogTable:
     """The latest value per key of a changelog topic."""
 
-    def __init__(self, topic: str, *, bootstrap: str, kafka: dict | None = None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        *,
+        bootstrap: str,
+        kafka: dict | None = None,
+        path: str | Path | None = None,
+    ) -> None:
         self.topic = topic
+        decode = default_schemas().decode_any
+        self._rows = MemoryRows(decode) if path is None else RocksRows(Path(path), decode)
         self._consumer = Consumer(consumer_config(bootstrap, extra=kafka))
         meta = self._consumer.list_topics(topic, timeout=30).topics[topic]
         if meta.error is not None:
+            self.close()
             raise ValueError(f"no changelog topic {topic!r}: {meta.error.str()}")
         self._partitions = sorted(meta.partitions)
+        start = self._rows.positions
         self._consumer.assign(
-            [TopicPartition(topic, p, OFFSET_BEGINNING) for p in self._partitions]
+            [TopicPartition(topic, p, start.get(p, OFFSET_BEGINNING)) for p in self._partitions]
         )
-        self._decode = default_schemas().decode_any
-        self._table: dict[str, Any] = {}
+        self.read = 0  # records read since this table was opened
 
-    def catch_up(self, *, progress: bool = False) -> ChangelogTable:
-        """Read every partition to its current end (with a progress bar if asked)."""
-        ends = {
-            p: self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), 30)[1]
+    def catch_up(self, *, progress: bool | None = None) -> ChangelogTable:
+        """Read every partition to its current end; a progress bar on a terminal (or when
+        `progress` is True)."""
+        if progress is None:
+            progress = sys.stderr.isatty()
+        watermarks = {
+            p: self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), 30)
             for p in self._partitions
         }
-        total = sum(ends.values())
-        pending = {p for p in self._partitions if ends[p] > 0}
+        ends = {p: high for p, (_, high) in watermarks.items()}
+        start = {p: max(self._rows.positions.get(p, 0), low) for p, (low, _) in watermarks.items()}
+        pending = {p for p in self._partitions if ends[p] > start[p]}
+        total = sum(ends[p] - start[p] for p in pending)
+        read = self.read
         with Progress(disable=not progress, transient=True) as bar:
             task = bar.add_task(f"reading {self.topic}", total=total or 1)
             while pending:
-                for msg in self._consumer.consume(5000, 0.1):
+                msgs = self._consumer.consume(5000, 0.1)
+                for msg in msgs:
                     err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            pending.discard(msg.partition())
-                            continue
+                    if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                        pending.discard(msg.partition())
+                    elif err is not None:
                         raise KafkaException(err)
-                    self._apply(msg)
-                    bar.update(task, completed=msg.offset())
+                self._apply(msgs)
+                # positions count transaction markers, which no message reports
+                tps = [TopicPartition(self.topic, p) for p in pending]
+                for tp in self._consumer.position(tps) if tps else ():
+                    if tp.offset >= ends[tp.partition]:
+                        pending.discard(tp.partition)
+                bar.update(task, completed=self.read - read)
         return self
 
-    def _apply(self, msg) -> tuple[str, Any, Any]:
-        key = msg.key().decode() if msg.key() is not None else ""
-        new = None if msg.value() is None else self._decode(msg.value())
-        old = self._table.pop(key, None) if new is None else self._table.get(key)
-        if new is not None:
-            self._table[key] = new
-        return key, old, new
+    def _apply(self, msgs: list) -> list[tuple[str, Any, Any]]:
+        changes, positions = [], {}
+        for msg in msgs:
+            if msg.error() is None:
+                key = msg.key().decode() if msg.key() is not None else ""
+                changes.append((key, msg.value()))
+                positions[msg.partition()] = msg.offset() + 1
+        self.read += len(changes)
+        return self._rows.apply(changes, positions) if changes else []
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._table.get(key, default)
+        value = self._rows.get(key)
+        return default if value is None else value
+
+    def __contains__(self, key: str) -> bool:
+        return self._rows.get(key) is not None
 
     def items(self) -> list[tuple[str, Any]]:
-        return list(self._table.items())
+        return list(self._rows.items())
 
     def __len__(self) -> int:
-        return len(self._table)
+        return len(self._rows)
 
     def follow(self, *, idle_timeout: float | None = None) -> Iterator[tuple[str, Any, Any]]:
         """Live (key, old, new) changes after what has been read; `new` None is a deletion.
         Ends after `idle_timeout` seconds without a change, if given."""
         last = time.monotonic()
         while idle_timeout is None or time.monotonic() - last < idle_timeout:
-            for msg in self._consumer.consume(1000, 0.5):
-                if msg.error() is None:
-                    last = time.monotonic()
-                    yield self._apply(msg)
+            changes = self._apply(self._consumer.consume(1000, 0.5))
+            if changes:
+                last = time.monotonic()
+                yield from changes
 
     def close(self) -> None:
         self._consumer.close()
+        self._rows.close()
 
     def __enter__(self) -> ChangelogTable:
         return self

@@ -63,3 +63,10 @@ def test_watermark_lag(kafka: str, tmp_path: Path) -> None:
         assert series["mean"] > 0, series  # a watermark behind wall time, as it must be
     assert [d["stage"] for d in report["window_delays"]] == list(module.STAGES)
     assert all(d["windows"] > 0 for d in report["window_delays"])
+
+
+def test_table_catch_up(kafka: str, tmp_path: Path) -> None:
+    _, report = quick_run("table_catch_up", kafka, tmp_path)
+    kinds = [row[0] for row in report["rows"]]
+    assert kinds == ["memory", "rocksdb", "rocksdb reopened"]
+    assert report["rows"][2][1] == 1  # reopened: only the one record written since

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 
 from confluent_kafka import Producer
 
 from changelog import ChangelogTable
-from tests.support import Wordcount
+from tests.support import UniqueJob, Wordcount, wait_for
 
 
 def test_table_holds_each_words_count_and_follows_changes(kafka, tmp_path):
@@ -44,3 +46,47 @@ def test_tombstones_delete_keys(kafka, unique, create_topic):
     with ChangelogTable(topic, bootstrap=kafka) as table:
         assert dict(table.catch_up().items()) == {"b": {"n": 2}, "c": {"n": 3}}
         assert table.get("a") is None
+
+
+def test_a_rocksdb_table_of_a_running_job_resumes_from_its_tail(kafka, tmp_path):
+    """Built from a running job's changelog (1,000,000 keys with LOGWHEEL_TABLE_KEYS, a
+    reduced size in make test); equals the job's state before and after it updates and deletes
+    keys; reopened, it reads only what was written since it closed."""
+    keys = int(os.environ.get("LOGWHEEL_TABLE_KEYS", "20000"))
+    job_def = UniqueJob(kafka, tmp_path, "jobs.enrich:build", "table")
+    updates = f"{job_def.prefix}profile-updates"
+    changelog = f"{job_def.name}.profiles.changelog"
+    producer = Producer({"bootstrap.servers": kafka, "linger.ms": 20})
+
+    def send(values) -> None:
+        for v in values:
+            while True:
+                try:
+                    producer.produce(updates, json.dumps(v).encode())
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+        producer.flush(60)
+
+    send({"user": f"u{i}", "name": f"n{i}", "country": "FR"} for i in range(keys))
+    job = job_def.job(computations=["profiles"]).start()
+    path = tmp_path / "table"
+    try:
+        table = ChangelogTable(changelog, bootstrap=kafka, path=path)
+        wait_for(lambda: len(table.catch_up()) == keys, 300, what="every profile in the table")
+        assert table.get("u7") == {"name": "n7", "country": "FR", "version": 1}
+        table.close()
+        send({"user": f"u{i}", "country": "DE"} for i in range(0, 100, 2))
+        send({"user": f"u{i}", "delete": True} for i in range(1, 100, 2))
+        table = ChangelogTable(changelog, bootstrap=kafka, path=path)
+        wait_for(lambda: len(table.catch_up()) == keys - 50, 120, what="the deletions")
+        wait_for(lambda: table.catch_up().get("u98", {}).get("version") == 2, 60, what="updates")
+        assert table.read < 1_000, f"reopened, it read {table.read} records, not the tail"
+        assert "u1" not in table and table.get("u2")["country"] == "DE"
+        assert table.get("u100")["country"] == "FR"
+        rows = dict(table.items())
+        table.close()
+    finally:
+        job.stop()
+    with ChangelogTable(changelog, bootstrap=kafka) as memory:
+        assert dict(memory.catch_up().items()) == rows

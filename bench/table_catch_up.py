@@ -1,0 +1,73 @@
+"""How fast another team's process reads a changelog as a table: `ChangelogTable.catch_up()`
+in memory and RocksDB-backed (`path=`), over the same pre-filled compacted topic of distinct
+keys with JSON state documents, and a reopened RocksDB table reading only the tail.
+
+    python bench/table_catch_up.py [--records N] [--quick] [--bootstrap H:P]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from confluent_kafka import Producer  # noqa: E402
+
+from bench import common  # noqa: E402
+from changelog import ChangelogTable  # noqa: E402
+
+QUICK_ARGS = ["--quick"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = common.Arguments(__doc__.splitlines()[0], {"records": 1_000_000}, {"records": 20_000})
+    args = parser.parse(argv)
+    with common.Workspace(args.bootstrap, "table", args.keep) as ws:
+        topic = f"{ws.run}-changelog"
+        ws.create_topics([topic], 4)
+        producer = Producer({"bootstrap.servers": args.bootstrap, "linger.ms": 20})
+        for i in range(args.records):
+            value = json.dumps({"name": f"user {i}", "country": "FR", "version": 1}).encode()
+            while True:
+                try:
+                    producer.produce(topic, value, f"u{i}".encode())
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+        producer.flush(120)
+        rows = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for kind, path in (("memory", None), ("rocksdb", Path(tmp) / "t")):
+                t0, cpu0 = time.monotonic(), time.process_time()
+                with ChangelogTable(topic, bootstrap=args.bootstrap, path=path) as table:
+                    n = len(table.catch_up(progress=False))
+                seconds, cpu = time.monotonic() - t0, time.process_time() - cpu0
+                assert n == args.records, f"{kind}: {n} keys"
+                rows.append(
+                    (
+                        kind,
+                        args.records,
+                        round(seconds, 2),
+                        round(n / seconds),
+                        round(cpu / n * 1e6, 1),
+                    )
+                )
+            producer.produce(topic, b'{"name": "x"}', b"u0")
+            producer.flush(30)
+            t0 = time.monotonic()
+            with ChangelogTable(topic, bootstrap=args.bootstrap, path=Path(tmp) / "t") as table:
+                table.catch_up(progress=False)
+                tail = table.read
+            rows.append(("rocksdb reopened", tail, round(time.monotonic() - t0, 2), "", ""))
+    columns = [("table", 18), ("records", 9), ("seconds", 8), ("records/s", 10), ("CPU us/rec", 11)]
+    print(common.table(columns, rows))
+    common.write_results("table_catch_up", args, rows=rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
