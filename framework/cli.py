@@ -189,35 +189,46 @@ def topics(args: argparse.Namespace) -> int:
 def register_status(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "status",
-        help="low watermark, its lag and consumer lag per computation (consumer lag counts "
-        "offsets, so a caught-up transactional input shows about one marker per partition)",
+        help="per computation and input partition: low watermark and its lag, consumer lag "
+        "(records), last commit and owner",
     )
     parser.add_argument("pipeline", metavar="MODULE:ATTR")
+    parser.add_argument("--json", action="store_true", help="JSON lines, one per partition")
+    parser.add_argument("--watch", action="store_true", help="refresh every 2 s until Ctrl-C")
     _add_bootstrap(parser)
     parser.set_defaults(func=show_status)
 
 
 def show_status(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
+    import dataclasses
+    import json
+    import time
+
+    from rich.console import Console
+    from rich.live import Live
 
     from framework.launch import kafka_settings, load_pipeline
-    from framework.status import status
+    from framework.status import status, status_table
 
     pipeline = load_pipeline(args.pipeline)
-    rows = status(pipeline, bootstrap_from(args.bootstrap), kafka_settings(args.config))
-    print(f"{'computation':24} {'low watermark (UTC)':26} {'lag':>10} {'consumer lag':>13}")
-    for row in rows:
-        low = (
-            "unknown"
-            if row.low_watermark is None
-            else datetime.fromtimestamp(row.low_watermark / 1000, UTC).isoformat(
-                timespec="milliseconds"
-            )
-        )
-        lag = "-" if row.lag_ms is None else f"{row.lag_ms / 1000:.1f}s"
-        behind = "-" if row.consumer_lag is None else str(row.consumer_lag)
-        print(f"{row.computation:24} {low:26} {lag:>10} {behind:>13}")
-    return 0
+    bootstrap, kafka = bootstrap_from(args.bootstrap), kafka_settings(args.config)
+    if args.json:
+        while True:
+            for row in status(pipeline, bootstrap, kafka):
+                print(json.dumps(dataclasses.asdict(row)), flush=True)
+            if not args.watch:
+                return 0
+            time.sleep(2)
+    if not args.watch:
+        Console().print(status_table(pipeline.name, status(pipeline, bootstrap, kafka)))
+        return 0
+    with Live(status_table(pipeline.name, []), refresh_per_second=1) as live:
+        try:
+            while True:
+                live.update(status_table(pipeline.name, status(pipeline, bootstrap, kafka)))
+                time.sleep(2)
+        except KeyboardInterrupt:
+            return 0
 
 
 def register_graph(commands: argparse._SubParsersAction) -> None:
