@@ -37,6 +37,7 @@ $(SPARK_JARS)/.stamp: ops/maven/spark-kafka/pom.xml ops/fetch_jars.sh $(VENV)/.s
 	  -Dspark.version=$$($(PY) -c 'import pyspark; print(pyspark.__version__)')
 
 test: venv jars
+	$(PY) -m framework.cli schemas check
 	$(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) tests
 
 demo: venv jars

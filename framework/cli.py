@@ -186,6 +186,32 @@ def topics(args: argparse.Namespace) -> int:
     return 0
 
 
+def register_schemas(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "schemas", help="the record types in schemas/ and their versions (schemas/history/)"
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    check = actions.add_parser(
+        "check", help="fail when a version breaks backward or forward compatibility"
+    )
+    check.set_defaults(func=schemas_check)
+
+
+def schemas_check(args: argparse.Namespace) -> int:
+    """Every version of every type against the one before it, both ways (Avro resolution)."""
+    from framework.compat import check
+    from framework.serde import load_schemas
+
+    schemas = load_schemas()
+    problems = check(schemas)
+    for problem in problems:
+        print(f"logwheel schemas check: {problem}", file=sys.stderr)
+    versions = sum(len(v) for v in schemas.history.values()) + len(schemas)
+    verdict = f"{len(problems)} incompatible change(s)" if problems else "all compatible"
+    print(f"schemas: {len(schemas)} types, {versions} versions in {schemas.directory}: {verdict}")
+    return 1 if problems else 0
+
+
 def register_status(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "status",
@@ -321,6 +347,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_graph,
     register_changelog,
     register_reset,
+    register_schemas,
 ]
 
 

@@ -37,6 +37,8 @@ from fastavro.schema import (
 )
 from fastavro.validation import validate
 
+from framework.errors import ConfigurationError
+
 MARKER = b"\xc3\x01"
 """The two bytes every Avro single-object encoded value starts with."""
 
@@ -52,7 +54,7 @@ Decoder = Callable[[bytes], Any]
 _NAMED_TYPES = ("record", "error", "enum", "fixed")
 
 
-class SchemaError(ValueError):
+class SchemaError(ConfigurationError):
     """A schema that is missing or does not parse: bad configuration, reported at start."""
 
 
@@ -135,10 +137,17 @@ class Schemas(Mapping[str, Any]):
     and cached: the per-record path only writes or reads bytes.
     """
 
-    def __init__(self, directory: Path, parsed: dict[str, Any], named: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        parsed: dict[str, Any],
+        named: dict[str, Any],
+        history: dict[str, list[tuple[int, Any]]] | None = None,
+    ) -> None:
         self.directory = directory
         self._parsed = parsed
         self._named = named
+        self.history = history or {}  # name -> earlier versions, (number, parsed), oldest first
         self.canonical: dict[str, str] = {n: canonical_form(s, named) for n, s in parsed.items()}
         self.fingerprints: dict[str, bytes] = {
             n: fingerprint_of(c) for n, c in self.canonical.items()
@@ -152,6 +161,14 @@ class Schemas(Mapping[str, Any]):
                     f"(fingerprint {fp.hex()}); a reader could not tell them apart: "
                     "rename one or change its fields"
                 )
+        # earlier versions: any value ever written decodes, resolved to the current version
+        self._older: dict[bytes, tuple[str, Any]] = {}
+        for name, versions in self.history.items():
+            for number, schema in versions:
+                fp = fingerprint_of(canonical_form(schema, {**named, name: schema}))
+                if fp not in self._by_fingerprint:
+                    self._older[fp] = (f"{name} v{number}", schema)
+                    self._by_fingerprint[fp] = name
         self._encoders: dict[str, Encoder] = {}
         self._decoders: dict[str, Decoder] = {}
         self._lock = threading.Lock()
@@ -233,7 +250,9 @@ class Schemas(Mapping[str, Any]):
         plans: dict[bytes, tuple[str, Any, Any]] = {
             fp: (n, self._parsed[n], None if n == name else reader)
             for fp, n in self._by_fingerprint.items()
+            if fp not in self._older
         }
+        plans.update({fp: (v, old, reader) for fp, (v, old) in self._older.items()})
 
         def decode(data: bytes) -> Any:
             if data is None:
@@ -329,7 +348,26 @@ def load_schemas(directory: str | os.PathLike[str] | None = None) -> Schemas:
                 f"{path.name}/{file_name} uses type {type_name!r}, which no schema defines: "
                 f"add {path.name}/{type_name}.avsc"
             )
-    return Schemas(path, parsed, named)
+    return Schemas(path, parsed, named, _history(path, named))
+
+
+def _history(path: Path, named: dict[str, Any]) -> dict[str, list[tuple[int, Any]]]:
+    """Earlier versions under `history/`: `<full.name>.v<N>.avsc`, oldest first."""
+    versions: dict[str, list[tuple[int, Any]]] = {}
+    for file in sorted((path / "history").glob("*.avsc")):
+        name, _, number = file.name.removesuffix(".avsc").rpartition(".v")
+        if not name or not number.isdigit():
+            raise SchemaError(
+                f"{path.name}/history/{file.name}: name earlier versions <full.name>.v<N>.avsc"
+            )
+        try:
+            raw = json.loads(file.read_text(encoding="utf-8"))
+            others = {n: s for n, s in named.items() if n != name and not n.startswith(name + ".")}
+            schema = parse_schema(raw, named_schemas=others)
+        except Exception as exc:
+            raise SchemaError(f"{path.name}/history/{file.name} does not parse: {exc}") from None
+        versions.setdefault(name, []).append((int(number), schema))
+    return {name: sorted(v, key=lambda nv: nv[0]) for name, v in versions.items()}
 
 
 @functools.cache
