@@ -12,9 +12,22 @@ import logging
 import time
 
 from framework.errors import BadRecord, Fatal
-from framework.metrics import DEAD_LETTERS
+from framework.metrics import DEAD_LETTERS, UNDECODABLE
 
 log = logging.getLogger(__name__)
+
+_warned: dict[str, float] = {}
+
+
+def undecodable(topic: str, error: BaseException) -> None:
+    """An internal record (watermark mark, timer entry) that cannot be decoded: skipped and
+    counted, never a crash; one warning per topic a minute."""
+    UNDECODABLE.labels(topic).inc()
+    now = time.monotonic()
+    if now - _warned.get(topic, -1e9) >= 60:
+        _warned[topic] = now
+        log.warning("skipping an undecodable record of %s: %s", topic, error)
+
 
 def reason_of(error: BaseException) -> str:
     """The `logwheel.error` text: the error's type and message."""

@@ -61,6 +61,11 @@ RESTORED_RECORDS = Counter(
 RESTORE_SECONDS = Counter(
     "logwheel_restore_seconds", "Time spent restoring task stores.", ["computation"]
 )
+UNDECODABLE = Counter(
+    "logwheel_undecodable_internal_records",
+    "Internal records (watermark marks, timer entries) that could not be decoded and were skipped.",
+    ["topic"],
+)
 CONSUMER_LAG = Gauge(
     "logwheel_consumer_lag",
     "Offsets between this process's position and the end of an input partition, at the last "

@@ -17,6 +17,7 @@ from pathlib import Path
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
 from framework.api import Timer
+from framework.dead_letters import undecodable
 
 _STATE = b"s"
 _TIMER = b"t"
@@ -54,8 +55,13 @@ class TaskStore:
         for raw_key, raw in self._db.items(from_key=_TIMER):
             if not raw_key.startswith(_TIMER):
                 break
-            key, _tag = json.loads(raw_key[1:])
-            yield key, self._decode_timer(raw)
+            try:
+                key, _tag = json.loads(raw_key[1:])
+                timer = self._decode_timer(raw)
+            except Exception as error:
+                undecodable("timers", error)
+                continue
+            yield key, timer
 
     # -- what commits and restores write ---------------------------------------------------
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from framework.api import MIN_TIME
+from framework.dead_letters import undecodable
 from framework.pipeline import BoundedOutOfOrderness, InjectorWatermark, Pipeline
 from framework.serde import decoder_for, encoder_for
 
@@ -253,9 +254,13 @@ class WatermarkChannels:
                 continue
             self._at_end[msg.topic()] = False
             if msg.value() is None:  # the producer's event time was reset
-                self._latest.pop(f"{msg.topic()}|{msg.key().decode()}", None)
+                self._latest.pop(f"{msg.topic()}|{msg.key().decode(errors='replace')}", None)
                 continue
-            mark = decode_mark(msg.value())
+            try:
+                mark = decode_mark(msg.value())
+            except Exception as error:  # never a crash: skipped, counted, said once a minute
+                undecodable(msg.topic(), error)
+                continue
             name = f"{msg.topic()}|{mark.producer}"
             self._latest[name] = mark
             for listener in self._listeners.get(name, ()):

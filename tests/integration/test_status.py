@@ -1,17 +1,22 @@
 """`logwheel status --json` on a real broker: per partition, the watermark lag the injector
 promised, a consumer lag of 0 once a transactional input is drained (markers do not count),
-the last commit and the owner."""
+the last commit and the owner; undecodable marks are skipped and marks of an earlier
+`logwheel.Watermark` version are read, by the runner and by status."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 
 import pytest
+from confluent_kafka import Producer
+from fastavro import schemaless_writer
 
 from framework.clock import now_ms
 from framework.injector import Injector
+from framework.serde import MARKER, default_schemas
 from tests.support import REPO, import_job, job_source, start_job, unique_name, wait_for, write_job
 
 pytestmark = pytest.mark.timeout(300)
@@ -30,6 +35,18 @@ pipeline = Pipeline(NAME, partitions=2)
 pipeline.source(NAME + "-in", watermark=InjectorWatermark("gen"))
 pipeline.computation("count", Count, inputs={NAME + "-in": None})
 """
+
+
+def first_version_mark(producer: str, watermark: int) -> bytes:
+    """A mark as logwheel.Watermark v1 (before input_watermark) encoded it."""
+    schemas = default_schemas()
+    ((_, v1),) = schemas.history["logwheel.Watermark"]
+    fp = next(fp for fp, (v, _) in schemas._older.items() if v == "logwheel.Watermark v1")
+    buf = io.BytesIO()
+    buf.write(MARKER + fp)
+    value = {"producer": producer, "watermark": watermark, "idle": False, "offsets": []}
+    schemaless_writer(buf, v1, {**value, "generation": 0, "sequence": 0})
+    return buf.getvalue()
 
 
 def status_json(module: str, path, kafka: str) -> list[dict]:
@@ -60,6 +77,22 @@ def test_status_reports_watermark_lag_and_a_drained_transactional_input(kafka, t
             return ok and rows
 
         rows = wait_for(settled, 90, what="the input drained and the marks published")
+        # garbage on both channels is skipped; a mark of the first Watermark version is read
+        later = promised + 1_000
+        producer = Producer({"bootstrap.servers": kafka})
+        for channel in (f"{name}.gen.watermarks", f"{name}.count.watermarks"):
+            producer.produce(channel, b"\xc3\x01 not a mark", b"junk", partition=0)
+        producer.produce(
+            f"{name}.gen.watermarks", first_version_mark("gen/injector/0", later), partition=0,
+            key=b"gen/injector/0",
+        )  # fmt: skip
+        producer.flush(30)
+        wait_for(
+            lambda: all(r["low_watermark"] == later for r in status_json(module, tmp_path, kafka)),
+            90,
+            what="the runner to read the first-version mark and publish it",
+        )
+        assert job.alive(), job.output()[-2000:]
     finally:
         job.stop()
     for row in rows:

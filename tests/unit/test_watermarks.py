@@ -53,3 +53,18 @@ def test_combine_leaves_idle_inputs_out_and_is_unknown_until_all_report():
     assert combine([(5, False), (None, True)]) == (5, False)
     assert combine([(5, False), (None, False)]) == (None, False)
     assert combine([(None, True), (None, True)]) == (None, True)
+
+
+def test_an_undecodable_mark_is_skipped_and_counted():
+    from prometheus_client import REGISTRY
+
+    from framework.dead_letters import undecodable
+
+    before = REGISTRY.get_sample_value(
+        "logwheel_undecodable_internal_records_total", {"topic": "t.watermarks"}
+    )
+    undecodable("t.watermarks", ValueError("garbage"))
+    after = REGISTRY.get_sample_value(
+        "logwheel_undecodable_internal_records_total", {"topic": "t.watermarks"}
+    )
+    assert after == (before or 0) + 1
