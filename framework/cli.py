@@ -275,6 +275,10 @@ def register_changelog(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("changelog", help="print a changelog topic as JSON lines")
     parser.add_argument("action", choices=["dump", "follow"])
     parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument(
+        "--spark", action="store_true", help="dump through Spark (changelog.spark.read_snapshot)"
+    )
+    parser.add_argument("--master", default="local[*]", help="Spark master with --spark")
     _add_bootstrap(parser)
     parser.set_defaults(func=changelog_command)
 
@@ -287,6 +291,22 @@ def changelog_command(args: argparse.Namespace) -> int:
     from framework.launch import kafka_settings
 
     bootstrap = bootstrap_from(args.bootstrap)
+    if args.spark:
+        if args.action != "dump":
+            raise ConfigurationError("--spark reads a snapshot: use it with dump, not follow")
+        from changelog.spark import read_snapshot
+        from framework.spark import session
+
+        spark = session(args.master, "logwheel-changelog-dump")
+        try:
+            snapshot = read_snapshot(
+                spark, args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)
+            )
+            for row in snapshot.toLocalIterator():
+                print(json.dumps({"key": row["key"], "value": json.loads(row["value"])}))
+        finally:
+            spark.stop()
+        return 0
     with ChangelogTable(args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)) as t:
         t.catch_up(progress=sys.stderr.isatty())
         if args.action == "dump":
