@@ -9,7 +9,6 @@ function in `COMMANDS`. Errors the user can fix (`USER_ERRORS`) are printed as o
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -127,6 +126,20 @@ def register_run(commands: argparse._SubParsersAction) -> None:
         "N, N+1, ...; else LOGWHEEL_METRICS_PORT; default off)",
     )
     parser.add_argument(
+        "--instance-id",
+        default=os.environ.get("LOGWHEEL_INSTANCE_ID") or None,
+        metavar="ID",
+        help="this process's stable identity (static group member and transactional id), e.g. "
+        "a StatefulSet pod name; else LOGWHEEL_INSTANCE_ID, else one kept in the state dir",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("plain", "json"),
+        default=None,
+        help="plain lines or JSON lines (time, level, logger, message, fields); else "
+        "LOGWHEEL_LOG_FORMAT, else plain",
+    )
+    parser.add_argument(
         "--standby",
         type=int,
         default=0,
@@ -141,11 +154,10 @@ def register_run(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs the named computations (all by default), one process each, until SIGTERM."""
     from framework.launch import run_computations
+    from framework.logs import setup
     from framework.runner import default_state_dir
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
-    )
+    setup(args.log_format)
     return run_computations(
         args.pipeline,
         args.computation,
@@ -154,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
         config_file=args.config,
         standby=args.standby,
         metrics_port=args.metrics_port,
+        instance_id=args.instance_id,
+        log_format=args.log_format,
     )
 
 

@@ -68,8 +68,13 @@ def run_computations(
     config_file: str | None = None,
     standby: int = 0,
     metrics_port: int | None = None,
+    instance_id: str | None = None,
+    log_format: str | None = None,
 ) -> int:
     """Run the named computations (all when empty) until SIGTERM; returns an exit code.
+
+    `instance_id` (every child gets the same: members and transactional ids are per
+    computation, so they stay distinct) and `log_format` pass on to the children.
 
     With `metrics_port`, each process serves Prometheus metrics: one computation on that port;
     several on consecutive ports from it, in the order named (0: each a free port, logged)."""
@@ -83,18 +88,35 @@ def run_computations(
     if len(names) == 1:
         if metrics_port is not None:
             serve(metrics_port)
-        return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, standby)
-    return _supervise(ref, names, bootstrap, state_dir, config_file, standby, metrics_port)
+        return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, standby, instance_id)
+    options = {
+        "--standby": standby or None,
+        "--instance-id": instance_id,
+        "--log-format": log_format,
+    }
+    return _supervise(ref, names, bootstrap, state_dir, config_file, options, metrics_port)
 
 
 def _run_one(
-    pipeline: Pipeline, name: str, bootstrap: str, state_dir: Path, kafka: dict, standby: int
+    pipeline: Pipeline,
+    name: str,
+    bootstrap: str,
+    state_dir: Path,
+    kafka: dict,
+    standby: int,
+    instance_id: str | None,
 ) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     runner = Runner(
-        pipeline, name, bootstrap=bootstrap, state_dir=state_dir, kafka=kafka, standby=standby
+        pipeline,
+        name,
+        bootstrap=bootstrap,
+        state_dir=state_dir,
+        kafka=kafka,
+        standby=standby,
+        instance_id=instance_id,
     )
     runner.run(stop)
     return 0
@@ -111,15 +133,16 @@ def _supervise(
     bootstrap: str,
     state_dir: Path,
     config_file: str | None,
-    standby: int,
+    options: dict[str, object],
     metrics_port: int | None,
 ) -> int:
     base = [sys.executable, "-m", "framework.cli", "run", ref, "--bootstrap", bootstrap]
     base += ["--state-dir", str(state_dir)]
     if config_file:
         base += ["--config", config_file]
-    if standby:
-        base += ["--standby", str(standby)]
+    for option, value in options.items():
+        if value is not None:
+            base += [option, str(value)]
 
     def args(i: int, name: str) -> list[str]:
         port = (
