@@ -47,6 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 from framework import Computation, Pipeline, key_by  # noqa: E402
+from framework.clock import now_ms  # noqa: E402
 from framework.injector import Injector  # noqa: E402
 from framework.pipeline import InjectorWatermark  # noqa: E402
 from framework.watermarks import decode_mark, injector_producer  # noqa: E402
@@ -138,13 +139,11 @@ class Feeder(common.Worker):
             while start + self.sent / self.rate <= now:
                 seq = self.sent
                 value = {"seq": seq, "a": seq % 50, "b": seq * 7 % 53, "c": seq * 13 % 47}
-                self.injector.send(
-                    self.stream, value, key=str(seq), timestamp=time.time_ns() // 1_000_000
-                )
+                self.injector.send(self.stream, value, key=str(seq), timestamp=now_ms())
                 self.sent += 1
             if now >= next_advance:
                 t = time.perf_counter()
-                self.injector.advance(time.time_ns() // 1_000_000 - self.bound_ms)
+                self.injector.advance(now_ms() - self.bound_ms)
                 self.advances.append((time.perf_counter() - t) * 1000)
                 next_advance += self.advance_s
                 if next_advance < now:  # fell behind: do not burst

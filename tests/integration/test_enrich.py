@@ -101,3 +101,25 @@ def test_a_table_that_is_not_co_partitioned_fails_at_start(kafka, tmp_path, crea
     runner = Runner(pipeline, "j", bootstrap=kafka, state_dir=tmp_path)
     with pytest.raises(PipelineError, match="must have 4 partitions .* but has 3: co-partition"):
         runner.run(threading.Event())
+
+
+def test_garbage_and_unknown_fingerprints_reach_the_dead_letter_topic(kafka, tmp_path):
+    job_def = UniqueJob(kafka, tmp_path, "jobs.enrich:build", "badavro")
+    views = f"{job_def.prefix}page-views"
+    encode = encoder_for("enrich.PageView")
+    good = encode({"id": "1", "user": "u1", "url": "/"})
+    unknown = good[:2] + bytes(8) + good[10:]  # a writer schema no schemas/ file has
+    producer = Producer({"bootstrap.servers": kafka})
+    for key, value in [(b"a", good), (b"b", b"\x00garbage"), (b"c", unknown), (b"d", good)]:
+        producer.produce(views, value, key)
+    producer.flush(30)
+    job = job_def.job("join", computations=["enrich"]).start()
+    try:
+        out = read_topic(kafka, f"{job_def.prefix}enriched-page-views", expect=2, timeout=90)
+        dead = read_topic(kafka, f"{job_def.name}.enrich.dlq", expect=2, timeout=90)
+    finally:
+        job.stop()
+    assert len(out) == 2
+    reasons = {m.key(): dict(m.headers())["logwheel.error"].decode() for m in dead}
+    assert "no Avro single-object marker" in reasons[b"b"]
+    assert "unknown writer schema fingerprint" in reasons[b"c"]
