@@ -70,3 +70,10 @@ def test_table_catch_up(kafka: str, tmp_path: Path) -> None:
     kinds = [row[0] for row in report["rows"]]
     assert kinds == ["memory", "rocksdb", "rocksdb reopened"]
     assert report["rows"][2][1] == 1  # reopened: only the one record written since
+
+
+def test_failover(kafka: str, tmp_path: Path) -> None:
+    _, report = quick_run("failover", kafka, tmp_path)
+    (with_standby, without) = report["rows"]
+    assert with_standby[0] == "standby 3" and without[0] == "standby 0"
+    assert with_standby[3] < without[3]  # the standby's takeover restored only the tail

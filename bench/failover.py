@@ -1,0 +1,133 @@
+"""Failover: from SIGKILL of a partition's owner to the first output of its new owner, with
+a count-words state of `keys` distinct keys, with and without a standby replica on the
+instance that takes over (`logwheel run --standby`), and how many journal records that
+instance restored.
+
+Two instances run count-words over a pre-filled topic of distinct words; once both hold
+two partitions and the input is counted, the first is SIGKILLed and one new word per
+partition is produced. The survivor takes the partitions over when the killed static member's
+session ends (10 s, `session.timeout.ms`), restores their stores (only the tail with a
+standby), and counts the new words.
+
+    python bench/failover.py [--keys N] [--quick] [--bootstrap H:P]
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+
+from bench import common  # noqa: E402
+from tests.support import Job, wait_for  # noqa: E402
+
+QUICK_ARGS = ["--quick"]
+
+
+def produce(bootstrap: str, topic: str, words: Sequence[str]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
+    for w in words:
+        while True:
+            try:
+                producer.produce(topic, b'{"word": "%s"}' % w.encode(), w.encode())
+                break
+            except BufferError:
+                producer.poll(0.1)
+    producer.flush(120)
+
+
+def _written(bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "failover"})
+    try:
+        return sum(
+            consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in range(4)
+        )
+    finally:
+        consumer.close()
+
+
+def _tail(bootstrap: str, topic: str) -> Consumer:
+    """A read_committed consumer of what `topic` gets from now on."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "failover",
+            "isolation.level": "read_committed",
+        }
+    )
+    ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in range(4)]
+    consumer.assign([TopicPartition(topic, p, end) for p, end in enumerate(ends)])
+    return consumer
+
+
+def owned(log: str) -> set[int]:
+    parts: set[int] = set()
+    for line in log.splitlines():
+        found = {int(p) for p in re.findall(r"words\[(\d+)\]", line)}
+        parts = (
+            parts | found if "assigned" in line else parts - found if "gave up" in line else parts
+        )
+    return parts
+
+
+def run(args, standby: int) -> tuple:
+    with common.Workspace(args.bootstrap, "failover", args.keep) as ws:
+        words, counts = f"{ws.run}-words", f"{ws.run}-counts"
+        pipeline = ws.pipeline(
+            "bench.throughput:count_words", ws.run, words, counts, "exactly_once"
+        )
+        produce(args.bootstrap, words, [f"k{i}" for i in range(args.keys)])
+        ref = f"{pipeline.name.replace('-', '_')}:pipeline"
+        a, b = (
+            Job(ref, bootstrap=args.bootstrap, state_dir=ws.dir / name, path=ws.dir)
+            for name in ("a", "b")
+        )
+        b.args += ["--standby", str(standby)]
+        a.start()
+        try:
+            wait_for(lambda: _written(args.bootstrap, counts) >= args.keys, 900, what="counted")
+            b.start()
+            wait_for(lambda: len(owned(b.output())) == 2 and len(owned(a.output())) == 2, 120)
+            time.sleep(3)  # the standbys read the last commits
+            theirs = owned(a.output())
+            restored_before = len(re.findall(r"restored (\d+) journal", b.output()))
+            a.kill()
+            t0 = time.monotonic()
+            probes = {f"p{i}" for i in range(40)}  # some land on the killed owner's partitions
+            new = _tail(args.bootstrap, counts)
+            produce(args.bootstrap, words, sorted(probes))
+
+            def taken_over() -> bool:
+                return any(
+                    m.error() is None and m.partition() in theirs and m.key().decode() in probes
+                    for m in new.consume(100, 0.2)
+                )
+
+            wait_for(taken_over, 120, interval=0, what="the new owner's first output")
+            new.close()
+            seconds = time.monotonic() - t0
+            restored = sum(
+                int(n) for n in re.findall(r"restored (\d+) journal", b.output())[restored_before:]
+            )
+        finally:
+            a.stop()
+            b.stop()
+    return f"standby {standby}", args.keys, round(seconds, 1), restored
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = common.Arguments(__doc__.splitlines()[0], {"keys": 1_000_000}, {"keys": 20_000})
+    args = parser.parse(argv)
+    rows = [run(args, 3), run(args, 0)]
+    print(common.table([("run", 10), ("keys", 9), ("failover s", 11), ("restored", 9)], rows))
+    common.write_results("failover", args, rows=rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
