@@ -1,0 +1,54 @@
+"""framework.metrics: names follow Prometheus conventions, labels are bounded (never a key),
+every metric the README's table names exists, and `serve(0)` picks a free port that answers."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+
+import framework.metrics as metrics
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BOUNDED = {"computation", "stream", "topic", "partition", "stage", "reason", "kind"}
+
+
+def ours() -> list:
+    return [m for m in vars(metrics).values() if isinstance(m, Counter | Gauge | Histogram)]
+
+
+def test_names_and_labels_follow_the_conventions():
+    assert len(ours()) >= 15
+    for metric in ours():
+        name = metric._name
+        assert name.startswith("logwheel_"), name
+        assert metric._documentation, f"{name} has no help text"
+        assert set(metric._labelnames) <= BOUNDED, f"{name}: unbounded labels"
+        if isinstance(metric, Histogram):
+            assert name.endswith("_seconds"), name
+        if isinstance(metric, Gauge):
+            assert not name.endswith("_total"), name
+
+
+def test_every_metric_in_the_readme_table_exists():
+    exposed = {
+        sample.name.removesuffix("_created")
+        for family in REGISTRY.collect()
+        for sample in family.samples
+    } | {family.name for family in REGISTRY.collect()}
+    table = README.read_text().split("### Metrics", 1)[1].split("###", 1)[0]
+    named = set(re.findall(r"`(logwheel_[a-z_]+)`", table))
+    assert named, "no metric table in the README"
+    missing = {
+        name for name in named if name not in exposed and name.removesuffix("_total") not in exposed
+    }
+    assert not missing, f"named in the README, not defined: {missing}"
+
+
+def test_serve_on_port_0_picks_a_free_port_that_answers():
+    port = metrics.serve(0)
+    metrics.RECORDS_IN.labels("unit-test", "s").inc(3)
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    assert 'logwheel_records_in_total{computation="unit-test",stream="s"} 3.0' in body
