@@ -9,24 +9,21 @@ As Kafka Streams' deserialization and production exception handlers, per computa
 from __future__ import annotations
 
 import logging
-import time
 
 from framework.errors import BadRecord, Fatal
+from framework.logs import RateLimited
 from framework.metrics import DEAD_LETTERS, UNDECODABLE
 
 log = logging.getLogger(__name__)
 
-_warned: dict[str, float] = {}
+_undecodable = RateLimited(log)
 
 
 def undecodable(topic: str, error: BaseException) -> None:
     """An internal record (watermark mark, timer entry) that cannot be decoded: skipped and
     counted, never a crash; one warning per topic a minute."""
     UNDECODABLE.labels(topic).inc()
-    now = time.monotonic()
-    if now - _warned.get(topic, -1e9) >= 60:
-        _warned[topic] = now
-        log.warning("skipping an undecodable record of %s: %s", topic, error)
+    _undecodable.log(topic, "skipping an undecodable record of %s: %s", topic, error)
 
 
 def reason_of(error: BaseException) -> str:
@@ -46,12 +43,13 @@ def reason_class(error: BaseException) -> str:
 
 class ErrorPolicy:
     """Counts a bad record and says whether to write it to the dead-letter topic; raises
-    `Fatal` under `on_error="stop"`. Logs one line per stage and reason class a minute."""
+    `Fatal` under `on_error="stop"`. Logs one line per stage and reason class a minute, with
+    how many came since the last."""
 
     def __init__(self, computation: str, policy: str) -> None:
         self.computation = computation
         self.policy = policy
-        self._logged: dict[tuple[str, str], float] = {}
+        self._log = RateLimited(log)
 
     def admit(self, stage: str, error: BaseException) -> bool:
         kind = reason_class(error)
@@ -61,10 +59,13 @@ class ErrorPolicy:
                 f"{self.computation}: a record failed at stage {stage!r} ({reason_of(error)}) "
                 "and on_error='stop': fix the input or the hook, or use on_error='dead_letter'"
             )
-        now = time.monotonic()
-        if now - self._logged.get((stage, kind), -1e9) >= 60:
-            self._logged[(stage, kind)] = now
-            what = "dead-lettered" if self.policy == "dead_letter" else "skipped"
-            reason = reason_of(error)
-            log.warning("%s: %s a record at %s: %s", self.computation, what, stage, reason)
+        what = "dead-lettered" if self.policy == "dead_letter" else "skipped"
+        self._log.log(
+            f"{stage}|{kind}",
+            "%s: %s a record at %s: %s",
+            self.computation,
+            what,
+            stage,
+            reason_of(error),
+        )
         return self.policy == "dead_letter"
