@@ -10,7 +10,15 @@ after the other on the same broker in the same run, each over its own copy of th
   consumer, plain producer, the same client tuning as logwheel) copying key and value bytes;
 - `logwheel exactly_once` / `logwheel at_least_once`: `logwheel run` (tests.support.Job) of a
   pipeline holding only CountWords: decode JSON, count per key in state, encode Avro
-  `wordcount.WordCount`, write the changelog, commit.
+  `wordcount.WordCount`, write the changelog, commit;
+- peers, with `--peers` or LOGWHEEL_BENCH_PEERS=1 (make bench sets it), each in a pinned
+  virtualenv of its own (bench/peers.py): `quix exactly_once` / `quix at_least_once`,
+  bench/peers/quix_count_words.py, the same count per word in Quix Streams' RocksDB state with
+  one JSON output per input, configured as Quix's docs recommend (processing_guarantee, all
+  else default: note its 5 s commit interval, which is when exactly-once outputs appear).
+
+Every run is checked: the outputs per word (by key) against the input's count of the word;
+`lost` and `duplicated` are the worst run's sums over words (exactly-once must show 0 and 0).
 
 Timing, identical for every contender, with the input gated by a transaction so that process
 startup (imports, group join, restore) is outside the measurement without being estimated:
@@ -22,7 +30,8 @@ startup (imports, group join, restore) is outside the measurement without being 
 3. the input transaction commits (t0): the whole input becomes readable at once, as a
    pre-filled topic; `seconds` runs from t0 until every output is readable read_committed.
 
-records/s = input records / seconds; ratio = records/s over the bare loop's. `first s` is when
+records/s = input records / seconds, the median of `--repeat` interleaved rounds; ratio =
+records/s over the bare loop's, `vs lw eos` over logwheel exactly_once's. `first s` is when
 the first output became readable after t0. `CPU us/rec` is the CPU time (user + system, all
 threads, from /proc) the contender's process used between t0 and the last output, per input
 record; `CPU ratio` is the bare loop's over the contender's. CPU time moves much less than wall
@@ -34,6 +43,7 @@ runs by it; for wall-time figures run on an otherwise idle machine with `--repea
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import random
@@ -47,14 +57,14 @@ import confluent_kafka
 from confluent_kafka import Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import common  # noqa: E402
+from bench import common, peers  # noqa: E402
 from framework import Pipeline  # noqa: E402
 from framework.kafka import producer_config  # noqa: E402
 from jobs.wordcount import CountWords  # noqa: E402
 from tests.support import Job, unique_name  # noqa: E402
 
-FULL = {"records": 200_000}
-QUICK = {"records": 20_000}
+FULL = {"records": 200_000, "repeat": 3}
+QUICK = {"records": 20_000, "repeat": 1}
 QUICK_ARGS = ["--quick"]
 """What `bench/run_all.py --quick` passes: a reduced run."""
 
@@ -65,7 +75,13 @@ CONTENDERS = {
     "logwheel exactly_once": "exactly_once",
     "logwheel at_least_once": "at_least_once",
 }
+PEERS = {
+    "quix exactly_once": ("quix", "exactly-once"),
+    "quix at_least_once": ("quix", "at-least-once"),
+}
+"""Peers (bench/peers.py), measured with --peers or LOGWHEEL_BENCH_PEERS=1."""
 BARE = "bare loop"
+DRAIN_S = 1.0  # after the last expected output, how long duplicates are looked for
 RUN_TIMEOUT_S = 600.0
 GATE_TIMEOUT_MS = 900_000  # the broker's default transaction.max.timeout.ms
 
@@ -135,6 +151,7 @@ class Outputs:
         self.topic = topic
         self.consumer = common.follow(bootstrap, [topic], **{"fetch.wait.max.ms": 10})
         self.seen = 0
+        self.per_key: collections.Counter[bytes | None] = collections.Counter()
 
     def wait(self, count: int, timeout: float, healthy: Callable[[], None]) -> float | None:
         """Read until `count` records in all (`healthy` raises if the contender failed);
@@ -144,11 +161,29 @@ class Outputs:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{self.topic}: {self.seen}/{count} after {timeout}s")
             healthy()
-            got = len(common.records(self.consumer.consume(10_000, 0.02)))
+            got = self._read(0.02)
             if got and first is None:
                 first = time.monotonic()
-            self.seen += got
         return first
+
+    def _read(self, timeout: float) -> int:
+        msgs = common.records(self.consumer.consume(10_000, timeout))
+        self.per_key.update(m.key() for m in msgs)
+        self.seen += len(msgs)
+        return len(msgs)
+
+    def verify(self, words: Sequence[str]) -> dict[str, int]:
+        """Read on for `DRAIN_S`, then compare the outputs per word with the input: one output
+        per input record of the word (the warm-up words included). `lost` counts inputs
+        without an output, `duplicated` outputs beyond the inputs, summed over words."""
+        deadline = time.monotonic() + DRAIN_S
+        while time.monotonic() < deadline:
+            self._read(0.05)
+        expected = collections.Counter(w.encode() for w in words)
+        expected.update(f"warmup-{p}".encode() for p in range(PARTITIONS))
+        lost = sum((expected - self.per_key).values())
+        duplicated = sum((self.per_key - expected).values())
+        return {"lost": lost, "duplicated": duplicated}
 
     def close(self) -> None:
         self.consumer.close()
@@ -156,6 +191,24 @@ class Outputs:
 
 def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) -> Job:
     """The contender's process over `source`, writing `output` (topics created here)."""
+    if kind.startswith("peer:"):
+        peer, guarantee = kind.split(":")[1:]
+        ws.create_topics([source, output], PARTITIONS)
+        ws.groups.append(name)
+        state = ws.dir / f"state-{name}"
+        job = Job(peer, bootstrap=ws.bootstrap, state_dir=state, path=ws.dir)
+        job.args = peers.command(
+            peer,
+            bootstrap=ws.bootstrap,
+            input=source,
+            output=output,
+            group=name,
+            state_dir=str(state),
+            guarantee=guarantee,
+        )
+        return job
+    if kind not in ("bare", "exactly_once", "at_least_once"):
+        raise ValueError(f"unknown contender kind {kind!r}")
     if kind != "bare":
         pipeline = ws.pipeline("bench.throughput:count_words", name, source, output, kind)
         return ws.job(pipeline, "count-words")
@@ -169,8 +222,8 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
 
 def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int) -> dict:
     """One run of one contender: startup_s, seconds, first_s, records, cpu_s."""
-    kind = CONTENDERS[contender]
-    name = f"{ws.run}-{kind.replace('_', '-')}-{attempt}"
+    kind = CONTENDERS.get(contender) or "peer:" + ":".join(PEERS[contender])
+    name = f"{ws.run}-{kind.replace('_', '-').replace(':', '-')}-{attempt}"
     source, output = f"{name}-words", f"{name}-out"
     job = start(ws, kind, name, source, output)
     gate = Gate(ws.bootstrap, source, words)
@@ -184,6 +237,7 @@ def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int
         gate.open()
         first = outputs.wait(PARTITIONS + len(words), RUN_TIMEOUT_S, lambda: common.check(job))
         done, cpu1 = time.monotonic(), common.cpu_seconds(job.proc.pid)
+        correctness = outputs.verify(words)
     finally:
         job.stop()
         outputs.close()
@@ -194,6 +248,7 @@ def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int
         "first_s": (first or done) - t0,  # input committed until the first output was
         "records": len(words),
         "cpu_s": None if cpu0 is None or cpu1 is None else cpu1 - cpu0,  # all its threads
+        **correctness,  # lost, duplicated: outputs per word against the input
     }
 
 
@@ -209,6 +264,8 @@ def row(contender: str, records: int, runs: list[dict]) -> dict:
         "first_s": statistics.median(t["first_s"] for t in runs),
         "startup_s": statistics.median(t["startup_s"] for t in runs),
         "cpu_us_per_record": None if None in cpus else statistics.median(cpus) / records * 1e6,
+        "lost": max(t["lost"] for t in runs),  # the worst run
+        "duplicated": max(t["duplicated"] for t in runs),
         "runs": runs,
     }
 
@@ -232,15 +289,18 @@ def run(args: object, contenders: Sequence[str]) -> list[dict]:
         )
     rows = [row(c, args.records, runs[c]) for c in contenders]
     bare_cpu = rows[0]["cpu_us_per_record"]
+    eos = next((r for r in rows if r["contender"] == "logwheel exactly_once"), None)
     for r in rows:
         r["ratio"] = r["records_per_s"] / rows[0]["records_per_s"]
         cpu = r["cpu_us_per_record"]
         r["cpu_ratio"] = bare_cpu / cpu if cpu and bare_cpu else None
+        r["vs_logwheel_eos"] = r["records_per_s"] / eos["records_per_s"] if eos else None
     return rows
 
 
 COLUMNS = [("contender", -24), ("records", 8), ("seconds", 8), ("records/s", 10), ("ratio", 6)]
 COLUMNS += [("first s", 8), ("startup s", 9), ("CPU us/rec", 10), ("CPU ratio", 9)]
+COLUMNS += [("vs lw eos", 9), ("lost", 5), ("dup", 6)]
 
 
 def table(rows: Sequence[dict]) -> str:
@@ -253,6 +313,7 @@ def table(rows: Sequence[dict]) -> str:
             [r["contender"], r["records"], f(r["seconds"], ".2f"), f(r["records_per_s"], ",.0f")]
             + [f(r["ratio"], ".2f"), f(r["first_s"], ".3f"), f(r["startup_s"], ".2f")]
             + [f(r["cpu_us_per_record"], ".1f"), f(r["cpu_ratio"], ".2f")]
+            + [f(r["vs_logwheel_eos"], ".2f"), r["lost"], r["duplicated"]]
             for r in rows
         ),
     )
@@ -260,15 +321,21 @@ def table(rows: Sequence[dict]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = common.Arguments("count-words throughput beside a bare loop", FULL, QUICK)
-    parser.add_argument("--repeat", type=int, default=1, help="runs per contender; the median")
     parser.add_argument(
         "--contender",
         action="append",
         choices=[c for c in CONTENDERS if c != BARE],
         help="measure only these logwheel contenders (repeatable); the bare loop always runs",
     )
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        default=peers.wanted(),
+        help="also the peers, each in a virtualenv of its own (default: LOGWHEEL_BENCH_PEERS)",
+    )
     args = parser.parse(argv)
     contenders = [BARE] + [c for c in (args.contender or CONTENDERS) if c != BARE]
+    contenders += list(PEERS) if args.peers else []
 
     print(f"throughput: the count-words stage, {args.records} records, on {args.bootstrap}")
     rows = run(args, contenders)

@@ -4,6 +4,7 @@ noisy, and `make bench` is where the figures are read."""
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import json
 import sys
@@ -34,11 +35,27 @@ def quick_run(name: str, kafka: str, tmp_path: Path) -> tuple[ModuleType, dict]:
 def test_throughput(kafka: str, tmp_path: Path) -> None:
     module, report = quick_run("throughput", kafka, tmp_path)
     rows = report["rows"]
-    assert [r["contender"] for r in rows] == list(module.CONTENDERS)
+    peers = list(module.PEERS) if module.peers.wanted() else []  # LOGWHEEL_BENCH_PEERS=1
+    assert [r["contender"] for r in rows] == list(module.CONTENDERS) + peers
     for row in rows:
         assert row["records"] == module.QUICK["records"]
         assert row["seconds"] > 0 and row["records_per_s"] > 0 and len(row["runs"]) == 1
+        # every contender's outputs were checked word by word; none here may lose or repeat
+        assert (row["lost"], row["duplicated"]) == (0, 0), row["contender"]
     assert rows[0]["ratio"] == 1.0
+    eos = next(r for r in rows if r["contender"] == "logwheel exactly_once")
+    assert eos["vs_logwheel_eos"] == 1.0
+
+
+def test_throughput_verify_counts_lost_and_duplicated() -> None:
+    """The output check finds a lost and a repeated output of a word (it can fail)."""
+    module = load("throughput")
+    outputs = module.Outputs.__new__(module.Outputs)
+    outputs.per_key = collections.Counter({b"a": 2, b"b": 1})
+    outputs.per_key.update(f"warmup-{p}".encode() for p in range(module.PARTITIONS))
+    outputs._read = lambda timeout: 0
+    module.DRAIN_S = 0.0
+    assert outputs.verify(["a", "b", "b"]) == {"lost": 1, "duplicated": 1}
 
 
 def test_latency(kafka: str, tmp_path: Path) -> None:

@@ -1,0 +1,54 @@
+"""The peers logwheel is measured against, each in a virtualenv of its own that this module
+creates under .logwheel/bench/ (git-ignored), pinned, so that their dependencies never meet
+logwheel's: `python(peer)` is the interpreter a peer's program runs under.
+
+Peers are measured only when asked (`--peers`, or LOGWHEEL_BENCH_PEERS=1 for make test):
+creating a virtualenv needs the package index and a minute.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent / ".logwheel" / "bench"
+PINS = {"quix": ["quixstreams==3.28.1"]}
+"""Each peer's packages, pinned (the newest release when the benchmark was written)."""
+PROGRAMS = {"quix": BENCH / "peers" / "quix_count_words.py"}
+
+
+def wanted() -> bool:
+    """Whether peers are measured by default (LOGWHEEL_BENCH_PEERS=1)."""
+    return os.environ.get("LOGWHEEL_BENCH_PEERS", "") not in ("", "0")
+
+
+def python(peer: str) -> Path:
+    """The interpreter of `peer`'s virtualenv, created and installed on first use; a
+    virtualenv whose pins changed is reinstalled (the pins are kept beside it)."""
+    home = ROOT / peer
+    interpreter, stamp = home / "bin" / "python", home / "pins.txt"
+    pins = "\n".join(PINS[peer]) + "\n"
+    if stamp.exists() and stamp.read_text() == pins and interpreter.exists():
+        return interpreter
+    print(f"peers: creating {home} with {' '.join(PINS[peer])}", flush=True)
+    venv.EnvBuilder(clear=True, with_pip=True).create(home)
+    subprocess.run(
+        [str(interpreter), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        + PINS[peer],
+        check=True,
+        stdout=sys.stderr,
+    )
+    stamp.write_text(pins)
+    return interpreter
+
+
+def command(peer: str, **options: str) -> list[str]:
+    """The command line of `peer`'s CountWords program with `--NAME VALUE` options."""
+    args = [str(python(peer)), str(PROGRAMS[peer])]
+    for name, value in options.items():
+        args += [f"--{name.replace('_', '-')}", value]
+    return args
