@@ -52,7 +52,7 @@ chaos: venv jars
 	LOGWHEEL_CHAOS_FULL=1 $(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) tests/chaos
 
 bench: venv jars
-	$(PY) bench/run_all.py
+	LOGWHEEL_BENCH_PEERS=$${LOGWHEEL_BENCH_PEERS-1} $(PY) bench/run_all.py
 
 lint: venv
 	$(VENV)/bin/ruff check .

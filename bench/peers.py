@@ -1,6 +1,7 @@
-"""The peers logwheel is measured against, each in a virtualenv of its own that this module
-creates under .logwheel/bench/ (git-ignored), pinned, so that their dependencies never meet
-logwheel's: `python(peer)` is the interpreter a peer's program runs under.
+"""The peers logwheel is measured against, each in a virtualenv or build of its own that this
+module creates under .logwheel/bench/ (git-ignored), pinned, so that their dependencies never
+meet logwheel's: `python(peer)` is the interpreter a Python peer's program runs under;
+`kafka_streams()` builds bench/kafka-streams (Maven, kafka-streams pinned in its pom).
 
 Peers are measured only when asked (`--peers`, or LOGWHEEL_BENCH_PEERS=1 for make test):
 creating a virtualenv needs the package index and a minute.
@@ -46,8 +47,29 @@ def python(peer: str) -> Path:
     return interpreter
 
 
+def kafka_streams() -> list[str]:
+    """The java command (less its arguments) of bench/kafka-streams' CountWords, built with
+    Maven first when a source is newer than the jar."""
+    source, build = BENCH / "kafka-streams", ROOT / "kafka-streams"
+    jar = build / "kafka-streams-count-words-1.jar"
+    newest = max(p.stat().st_mtime for p in source.rglob("*") if p.is_file())
+    if not jar.exists() or jar.stat().st_mtime < newest:
+        print(f"peers: building {jar} with Maven", flush=True)
+        subprocess.run(
+            ["mvn", "-q", "-f", str(source / "pom.xml"), "package"]
+            + ["dependency:copy-dependencies"],
+            check=True,
+            stdout=sys.stderr,
+        )
+    classpath = f"{jar}:{build / 'dependency'}/*"
+    return ["java", "-cp", classpath, "logwheel.bench.CountWords"]
+
+
 def command(peer: str, **options: str) -> list[str]:
-    """The command line of `peer`'s CountWords program with `--NAME VALUE` options."""
+    """The command line of `peer`'s CountWords program with `--NAME VALUE` options (Kafka
+    Streams': the values alone, in the order given)."""
+    if peer == "kafka-streams":
+        return kafka_streams() + list(options.values())
     args = [str(python(peer)), str(PROGRAMS[peer])]
     for name, value in options.items():
         args += [f"--{name.replace('_', '-')}", value]

@@ -15,7 +15,12 @@ after the other on the same broker in the same run, each over its own copy of th
   virtualenv of its own (bench/peers.py): `quix exactly_once` / `quix at_least_once`,
   bench/peers/quix_count_words.py, the same count per word in Quix Streams' RocksDB state with
   one JSON output per input, configured as Quix's docs recommend (processing_guarantee, all
-  else default: note its 5 s commit interval, which is when exactly-once outputs appear).
+  else default: note its 5 s commit interval, which is when exactly-once outputs appear);
+  `kafka-streams exactly_once` / `kafka-streams at_least_once`, the JVM reference:
+  bench/kafka-streams (Maven), a persistent (RocksDB, changelogged) store counting per word,
+  one JSON output per input (it does not parse the input JSON: the key is the word),
+  processing.guarantee exactly_once_v2 or at_least_once, all else Kafka Streams' defaults
+  (commit.interval.ms 100 ms exactly-once, 30 s at-least-once) but read_committed input.
 
 Every run is checked: the outputs per word (by key) against the input's count of the word;
 `lost` and `duplicated` are the worst run's sums over words (exactly-once must show 0 and 0).
@@ -78,6 +83,8 @@ CONTENDERS = {
 PEERS = {
     "quix exactly_once": ("quix", "exactly-once"),
     "quix at_least_once": ("quix", "at-least-once"),
+    "kafka-streams exactly_once": ("kafka-streams", "exactly_once_v2"),
+    "kafka-streams at_least_once": ("kafka-streams", "at_least_once"),
 }
 """Peers (bench/peers.py), measured with --peers or LOGWHEEL_BENCH_PEERS=1."""
 BARE = "bare loop"
@@ -195,6 +202,11 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
         peer, guarantee = kind.split(":")[1:]
         ws.create_topics([source, output], PARTITIONS)
         ws.groups.append(name)
+        ws.topics.append(  # the peer's own changelog, named by its rules
+            f"{name}-counts-changelog"
+            if peer == "kafka-streams"
+            else f"changelog__{name}--{source}--default"
+        )
         state = ws.dir / f"state-{name}"
         job = Job(peer, bootstrap=ws.bootstrap, state_dir=state, path=ws.dir)
         job.args = peers.command(
@@ -298,7 +310,7 @@ def run(args: object, contenders: Sequence[str]) -> list[dict]:
     return rows
 
 
-COLUMNS = [("contender", -24), ("records", 8), ("seconds", 8), ("records/s", 10), ("ratio", 6)]
+COLUMNS = [("contender", -27), ("records", 8), ("seconds", 8), ("records/s", 10), ("ratio", 6)]
 COLUMNS += [("first s", 8), ("startup s", 9), ("CPU us/rec", 10), ("CPU ratio", 9)]
 COLUMNS += [("vs lw eos", 9), ("lost", 5), ("dup", 6)]
 
