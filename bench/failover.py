@@ -7,7 +7,8 @@ Two instances run count-words over a pre-filled topic of distinct words; once bo
 two partitions and the input is counted, the first is SIGKILLed and one new word per
 partition is produced. The survivor takes the partitions over when the killed static member's
 session ends (10 s, `session.timeout.ms`), restores their stores (only the tail with a
-standby), and counts the new words.
+standby), and counts the new words. `restore s` is the longest of its tasks' restores, and
+records/s the records restored over it (the tasks restore together, through one consumer).
 
     python bench/failover.py [--keys N] [--quick] [--bootstrap H:P]
 """
@@ -27,6 +28,7 @@ from bench import common  # noqa: E402
 from tests.support import Job, wait_for  # noqa: E402
 
 QUICK_ARGS = ["--quick"]
+RESTORED = re.compile(r"restored (\d+) journal records in ([\d.]+)s")
 
 
 def produce(bootstrap: str, topic: str, words: Sequence[str]) -> None:
@@ -95,7 +97,7 @@ def run(args, standby: int) -> tuple:
             wait_for(lambda: len(owned(b.output())) == 2 and len(owned(a.output())) == 2, 120)
             time.sleep(3)  # the standbys read the last commits
             theirs = owned(a.output())
-            restored_before = len(re.findall(r"restored (\d+) journal", b.output()))
+            restored_before = len(RESTORED.findall(b.output()))
             a.kill()
             t0 = time.monotonic()
             probes = {f"p{i}" for i in range(40)}  # some land on the killed owner's partitions
@@ -111,20 +113,23 @@ def run(args, standby: int) -> tuple:
             wait_for(taken_over, 120, interval=0, what="the new owner's first output")
             new.close()
             seconds = time.monotonic() - t0
-            restored = sum(
-                int(n) for n in re.findall(r"restored (\d+) journal", b.output())[restored_before:]
-            )
+            done = RESTORED.findall(b.output())[restored_before:]
+            restored = sum(int(n) for n, _ in done)
+            restore_s = max((float(s) for _, s in done), default=0.0)
         finally:
             a.stop()
             b.stop()
-    return f"standby {standby}", args.keys, round(seconds, 1), restored
+    rate = round(restored / restore_s) if restore_s else None
+    return f"standby {standby}", args.keys, round(seconds, 1), restored, round(restore_s, 1), rate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = common.Arguments(__doc__.splitlines()[0], {"keys": 1_000_000}, {"keys": 20_000})
     args = parser.parse(argv)
     rows = [run(args, 3), run(args, 0)]
-    print(common.table([("run", 10), ("keys", 9), ("failover s", 11), ("restored", 9)], rows))
+    columns = [("run", 10), ("keys", 9), ("failover s", 11), ("restored", 9)]
+    columns += [("restore s", 10), ("records/s", 10)]
+    print(common.table(columns, rows))
     common.write_results("failover", args, rows=rows)
     return 0
 
