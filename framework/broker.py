@@ -18,6 +18,7 @@ import fcntl
 import json
 import logging
 import os
+import random
 import re
 import shutil
 import signal
@@ -444,12 +445,22 @@ def _free(port: int) -> bool:
 
 
 def _any_free_port(avoid: int = 0) -> int:
+    """A free port below the kernel's ephemeral range: a port the kernel hands out could be
+    taken by any client's outgoing connection while the JVM starts or restarts (seen as a
+    broker that exits at start, its port in use)."""
+    low = _ephemeral_low()
+    rng = random.Random()
     while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port != avoid:
+        port = rng.randrange(min(10_000, low // 2), low)
+        if port != avoid and _free(port):
             return port
+
+
+def _ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 def _accepts(port: int) -> bool:

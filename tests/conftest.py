@@ -12,6 +12,7 @@ overlap), unless LOGWHEEL_KEEP_TEST_BROKER=1. A broker started by hand is left r
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -26,6 +27,10 @@ from tests.support import unique_name
 REPO = Path(__file__).resolve().parents[1]
 TEST_BROKER_DIR = REPO / ".logwheel" / "test-broker"
 DOCKER_IMAGE = "confluentinc/cp-kafka:7.9.0"  # testcontainers' KafkaContainer expects cp-kafka
+
+# py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after
+# pytest has closed the stream its handler writes to: a "--- Logging error ---" trace per run.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def choose_broker(env: Mapping[str, str], docker_available: Callable[[], bool]) -> str:
