@@ -321,10 +321,14 @@ class Broker:
         command += [str(self.config_file)]
         if self.secure:
             command += self.credentials.format_arguments()
-        done = subprocess.run(command, capture_output=True, text=True, cwd=self.home)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, cwd=self.home)
+        finally:
+            self.credentials.forget_format_arguments()
         if done.returncode != 0:
             detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise BrokerError(f"formatting {self.data_dir} failed: {detail[0]}")
+            reason = self.credentials.redact(detail[0])
+            raise BrokerError(f"formatting {self.data_dir} failed: {reason}")
 
     def _spawn(self, java: str, jars: Path) -> int:
         """Start the JVM detached from this process (own session, output to the log file)."""
@@ -373,7 +377,7 @@ class Broker:
         except OSError:
             return "no log"
         errors = [line for line in lines if "ERROR" in line or "Exception" in line]
-        return (errors or lines or ["no log output"])[-1].strip()[:300]
+        return self.credentials.redact((errors or lines or ["no log output"])[-1].strip()[:300])
 
     def _is_ours(self, pid: int) -> bool:
         command = _cmdline(pid) if _alive(pid) else None

@@ -20,7 +20,7 @@ cluster's metadata cannot be reached with a password alone.
 
 Certificates come from Java's keytool (the broker needs Java anyway), passwords from
 `secrets.token_urlsafe`; no password ever goes on a command line (keytool reads them from its
-environment).
+environment, kafka-storage from a 0600 argument file).
 """
 
 from __future__ import annotations
@@ -171,16 +171,33 @@ class Credentials:
         }
 
     def format_arguments(self) -> list[str]:
-        """kafka-storage format arguments that write both users' SCRAM credentials."""
-        return [
-            arg
+        """kafka-storage format arguments that write both users' SCRAM credentials: one
+        `@file`, which the java launcher expands, so that no password shows in the process
+        list (the file is 0600; `forget_format_arguments` removes it)."""
+        lines = [
+            line
             for user in PASSWORD_VARS
-            for arg in ("--add-scram", f"{MECHANISM}=[name={user},password={self.password(user)}]")
+            for line in ("--add-scram", f"{MECHANISM}=[name={user},password={self.password(user)}]")
         ]
+        write_private(self._format_args, "\n".join(lines) + "\n")
+        return [f"@{self._format_args}"]
+
+    def forget_format_arguments(self) -> None:
+        self._format_args.unlink(missing_ok=True)
+
+    @property
+    def _format_args(self) -> Path:
+        return self.dir / "format.args"
 
     def secret_values(self) -> list[str]:
         """Every secret of this home, for checks that none leaked."""
         return list(self.secrets().values())
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret of this home replaced, for messages quoting tool output."""
+        for secret in self.secret_values() if self.exists() else ():
+            text = text.replace(secret, "[redacted]")
+        return text
 
     def describe(self, bootstrap: str) -> list[str]:
         """How to connect, without a secret: printed by `logwheel broker start --secure`."""

@@ -103,6 +103,24 @@ def test_home_keeps_secrets_private(secure):
         assert creds.password(user) not in text
 
 
+def test_no_password_on_a_command_line(secure):
+    """The broker's and kafka-storage's command lines show no password (ps shows them to
+    every local user): the SCRAM credentials go in an argument file the java launcher reads."""
+    creds = secure.credentials
+    broker_argv = Path(f"/proc/{secure.running_pid()}/cmdline").read_bytes().decode()
+    args = creds.format_arguments()
+    try:
+        argument_file = Path(args[0].removeprefix("@"))
+        assert stat.S_IMODE(argument_file.stat().st_mode) == 0o600
+        assert "--add-scram" in argument_file.read_text()
+    finally:
+        creds.forget_format_arguments()
+    assert not argument_file.exists()
+    for secret in creds.secret_values():
+        assert secret not in broker_argv
+        assert secret not in " ".join(args)
+
+
 def test_anonymous_and_wrong_password_clients_are_refused(secure, bootstrap):
     creds = secure.credentials
     assert refused(bootstrap, creds.client_settings(JOB_USER)) == []  # the control
