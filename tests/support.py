@@ -289,25 +289,27 @@ class Wordcount:
     def total(self) -> int:
         return sum(self.words.values())
 
-    def read_counts(self, timeout: float = 120) -> list[tuple[str, int]]:
+    def read_counts(self, timeout: float = 120, expect: int | None = None) -> list[tuple[str, int]]:
+        """The committed counts, once `expect` (default: one per word seen) have come."""
         from framework.serde import decoder_for
 
         decode = decoder_for("wordcount.WordCount")
         read = functools.partial(read_topic, self.bootstrap, self.counts_topic, kafka=self.kafka)
-        msgs = read(expect=self.total(), timeout=timeout)
+        msgs = read(expect=expect or self.total(), timeout=timeout)
         # a short extra read catches duplicates that would come after the expected total
         extra = read(timeout=10, idle=2)
         msgs = extra if len(extra) > len(msgs) else msgs
         return [(v["word"], v["count"]) for v in (decode(m.value()) for m in msgs)]
 
-    def check_exact(self, counts: list[tuple[str, int]]) -> None:
-        """Per word, the updates are exactly 1, 2, ..., n: no duplicate, none missing."""
+    def check_exact(self, counts: list[tuple[str, int]], times: int = 1) -> None:
+        """Per word, the updates are exactly 1, 2, ..., n (`times` over, after resets that
+        counted again from scratch): no duplicate, none missing."""
         seen: dict[str, list[int]] = {}
         for word, count in counts:
             seen.setdefault(word, []).append(count)
         assert set(seen) == set(self.words), "words missing or invented"
         for word, n in self.words.items():
-            assert sorted(seen[word]) == list(range(1, n + 1)), (
+            assert sorted(seen[word]) == sorted(list(range(1, n + 1)) * times), (
                 f"{word}: expected updates 1..{n}, got {len(seen[word])} "
                 f"(max {max(seen[word])}, duplicates {len(seen[word]) - len(set(seen[word]))})"
             )
@@ -337,7 +339,9 @@ def json_values(msgs: list) -> list:
     return [json.loads(m.value()) for m in msgs]
 
 
-def wait_until_resettable(pipeline, computation: str, bootstrap: str, state_dir: Path) -> None:
+def wait_until_resettable(
+    pipeline, computation: str, bootstrap: str, state_dir: Path, kafka: dict | None = None
+) -> None:
     """Wait until `logwheel reset` accepts the computation: its stopped (static) members'
     sessions have ended."""
     from framework.pipeline import PipelineError
@@ -346,7 +350,7 @@ def wait_until_resettable(pipeline, computation: str, bootstrap: str, state_dir:
     def resettable() -> bool:
         try:
             reset(pipeline, computation, "earliest", bootstrap=bootstrap, state_dir=state_dir,
-                  dry_run=True)  # fmt: skip
+                  dry_run=True, kafka=kafka)  # fmt: skip
         except PipelineError:
             return False
         return True

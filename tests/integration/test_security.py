@@ -30,7 +30,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from framework.broker import Broker
 from framework.broker_security import ADMIN_USER, JOB_USER, PASSWORD_VARS
 from framework.topics import pipeline_topics
-from tests.support import REPO, Wordcount, wait_for
+from tests.support import REPO, Wordcount, wait_for, wait_until_resettable
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -133,7 +133,12 @@ def test_anonymous_and_wrong_password_clients_are_refused(secure, bootstrap):
     assert any(e.code() == KafkaError._AUTHENTICATION for e in refused(bootstrap, unknown))
 
 
-def test_job_with_only_its_prefixed_acls_counts_exactly_once(secure, bootstrap, outputs, tmp_path):
+def test_job_with_only_its_prefixed_acls_counts_exactly_once_and_resets(
+    secure, bootstrap, outputs, tmp_path
+):
+    """With the ACLs `logwheel acls --reset` grants and nothing else, the job user runs
+    wordcount (exact counts), reads its status, and resets count-words (--wipe-state), after
+    which a second run counts every word again, exactly once more."""
     creds = secure.credentials
     admin = creds.client_settings(ADMIN_USER)
     wc = Wordcount(bootstrap, tmp_path, kafka=admin, create=False)
@@ -141,8 +146,8 @@ def test_job_with_only_its_prefixed_acls_counts_exactly_once(secure, bootstrap, 
     ref = f"{wc.unique.module}:pipeline"
     admin_toml, job_toml = creds.settings_file(ADMIN_USER), creds.settings_file(JOB_USER)
     acls = ["acls", ref, "--principal", f"User:{JOB_USER}", "--bootstrap", bootstrap]
-    done = logwheel(secure, outputs, "acls", *acls, "--create", "--config", str(admin_toml),
-                    path=tmp_path)  # fmt: skip
+    done = logwheel(secure, outputs, "acls", *acls, "--reset", "--create", "--config",
+                    str(admin_toml), path=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"TOPIC prefixed '{wc.name}.'" in done.stdout
 
@@ -162,6 +167,19 @@ def test_job_with_only_its_prefixed_acls_counts_exactly_once(secure, bootstrap, 
     assert set(internal) <= set(existing.topics), "the job made its own topics"
     assert all(name.startswith(f"{wc.name}.") for name in internal)
 
+    job_settings = creds.client_settings(JOB_USER)
+    wait_until_resettable(wc.pipeline, "count-words", bootstrap, tmp_path, kafka=job_settings)
+    command = ["reset", ref, "--computation", "count-words", "--to", "earliest", "--wipe-state"]
+    command += ["--state-dir", str(tmp_path / "state-a"), "--bootstrap", bootstrap]
+    reset = logwheel(secure, outputs, "reset", *command, "--config", str(job_toml), path=tmp_path)
+    assert reset.returncode == 0, reset.stderr
+    job = wc.job(config=job_toml, env=passwords_env(secure), log=outputs / "job.log").start()
+    try:
+        again = wc.read_counts(timeout=180, expect=2 * wc.total())
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+    wc.check_exact(again, times=2)
+
 
 def test_job_without_acls_is_refused(secure, bootstrap, outputs, tmp_path):
     creds = secure.credentials
@@ -174,7 +192,10 @@ def test_job_without_acls_is_refused(secure, bootstrap, outputs, tmp_path):
         env=passwords_env(secure),
         log=outputs / "refused-job.log",
     ).start()
-    wait_for(lambda: not job.alive(), 120, what="the job without ACLs to exit")
+    try:
+        wait_for(lambda: not job.alive(), 120, what="the job without ACLs to exit")
+    finally:
+        job.stop()
     assert job.proc.returncode == 1
     assert "not authorized to see or create it" in job.output(), job.output()[-2000:]
     # and its clients cannot write a stream of another pipeline, nor read one
@@ -223,7 +244,8 @@ def test_librdkafka_debug_dump_redacts_the_password(secure, bootstrap):
 def test_no_secret_in_any_output_or_log(secure, outputs):
     """Last in this module: every output of the tests above and the broker's log."""
     files = [*outputs.iterdir(), secure.log_file]
-    assert {f.name for f in files} >= {"acls.out", "status.out", "job.log", "refused-job.log"}
+    expected = {"acls.out", "status.out", "reset.out", "job.log", "refused-job.log"}
+    assert {f.name for f in files} >= expected
     for secret in secure.credentials.secret_values():
         for path in files:
             assert secret not in path.read_text(errors="replace"), f"a secret in {path}"
