@@ -135,3 +135,41 @@ def consumer_config(
             config["group.instance.id"] = instance
     config.update(extra or {})
     return config
+
+
+_JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def java_settings(settings: Mapping[str, Any]) -> dict[str, str]:
+    """librdkafka client settings (`[kafka]`) as the Java client's, for Spark's Kafka source.
+
+    The two clients agree on most names but not on credentials and trust: `sasl.username` and
+    `sasl.password` become a `sasl.jaas.config` for the mechanism, `ssl.ca.location` (a PEM
+    file) a PEM trust store. Everything else passes through as it is."""
+    java = {k: str(v) for k, v in settings.items()}
+    mechanism = java.pop("sasl.mechanisms", None) or java.get("sasl.mechanism")
+    if mechanism:
+        java["sasl.mechanism"] = mechanism
+    username, password = java.pop("sasl.username", None), java.pop("sasl.password", None)
+    if username is not None and "sasl.jaas.config" not in java:
+        module = _JAAS_MODULES.get((mechanism or "").upper())
+        if module is None:
+            raise ConfigurationError(
+                f"sasl.mechanism {mechanism!r}: Spark's Kafka client takes sasl.username and "
+                f"sasl.password only with {', '.join(_JAAS_MODULES)}; give sasl.jaas.config"
+            )
+        quote = lambda text: text.replace("\\", "\\\\").replace('"', '\\"')  # noqa: E731
+        java["sasl.jaas.config"] = (
+            f'{module} required username="{quote(username)}" password="{quote(password or "")}";'
+        )
+    ca = java.pop("ssl.ca.location", None)
+    if ca is not None and "ssl.truststore.location" not in java:
+        java["ssl.truststore.type"] = "PEM"
+        java["ssl.truststore.location"] = ca
+    if java.get("ssl.endpoint.identification.algorithm") == "none":
+        java["ssl.endpoint.identification.algorithm"] = ""
+    return java

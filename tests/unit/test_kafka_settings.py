@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from framework.errors import ConfigurationError
-from framework.kafka import consumer_config, expand_env, reader_group
+from framework.kafka import consumer_config, expand_env, java_settings, reader_group
 from framework.launch import kafka_settings
 
 
@@ -57,3 +57,33 @@ def test_an_assign_only_reader_sits_under_its_owners_prefix():
     assert consumer_config("b:1", reader=group)["group.id"] == group
     member = consumer_config("b:1", group="wordcount.count-words", reader=group)
     assert member["group.id"] == "wordcount.count-words"
+
+
+def test_java_settings_turn_librdkafka_credentials_into_jaas_and_a_pem_trust_store():
+    settings = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "job",
+        "sasl.password": 'p"w\\d',
+        "ssl.ca.location": "/ca.pem",
+        "client.id": "x",
+        "fetch.min.bytes": 1,
+    }
+    assert java_settings(settings) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="job" password="p\\"w\\\\d";',
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/ca.pem",
+        "client.id": "x",
+        "fetch.min.bytes": "1",
+    }
+
+
+def test_java_settings_keep_what_is_given_for_java_and_refuse_what_cannot_map():
+    given = {"sasl.mechanism": "PLAIN", "sasl.jaas.config": "X required;", "sasl.username": "u"}
+    assert java_settings(given) == {"sasl.mechanism": "PLAIN", "sasl.jaas.config": "X required;"}
+    with pytest.raises(ConfigurationError, match="sasl.jaas.config"):
+        java_settings({"sasl.mechanism": "OAUTHBEARER", "sasl.username": "u"})
+    assert java_settings({}) == {}
