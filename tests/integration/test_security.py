@@ -103,6 +103,24 @@ def test_home_keeps_secrets_private(secure):
         assert creds.password(user) not in text
 
 
+def test_start_says_how_to_connect_without_a_secret(secure, bootstrap, outputs):
+    """`logwheel broker start --secure` on the running broker (idempotent): where the CA,
+    the client settings and the passwords file are, the bootstrap alone on the last line."""
+    env = {**os.environ, "LOGWHEEL_BROKER_DIR": str(secure.home)}
+    for action in ("start", "status"):
+        done = subprocess.run(
+            [sys.executable, "-m", "framework.cli", "broker", action, "--secure"],
+            env=env, capture_output=True, text=True, cwd=REPO, timeout=120,
+        )  # fmt: skip
+        (outputs / f"broker-{action}.out").write_text(done.stdout + done.stderr)
+        assert done.returncode == 0, done.stderr
+    start = (outputs / "broker-start.out").read_text()
+    assert start.splitlines()[-1] == bootstrap
+    creds = secure.credentials
+    for path in (creds.ca_pem, creds.secrets_file, creds.settings_file(JOB_USER)):
+        assert str(path) in start
+
+
 def test_no_password_on_a_command_line(secure):
     """The broker's and kafka-storage's command lines show no password (ps shows them to
     every local user): the SCRAM credentials go in an argument file the java launcher reads."""
@@ -245,6 +263,7 @@ def test_no_secret_in_any_output_or_log(secure, outputs):
     """Last in this module: every output of the tests above and the broker's log."""
     files = [*outputs.iterdir(), secure.log_file]
     expected = {"acls.out", "status.out", "reset.out", "job.log", "refused-job.log"}
+    expected |= {"broker-start.out", "broker-status.out"}
     assert {f.name for f in files} >= expected
     for secret in secure.credentials.secret_values():
         for path in files:
