@@ -249,9 +249,15 @@ class Broker:
                 f"{self.home} holds a plain broker: give the secure one a home of its own "
                 "(LOGWHEEL_BROKER_DIR) or remove that directory"
             )
-        keytool = str(Path(java).resolve().parent / "keytool")
+        beside_java = Path(java).resolve().parent / "keytool"
+        keytool = str(beside_java) if os.access(beside_java, os.X_OK) else shutil.which("keytool")
+        if keytool is None:
+            raise BrokerError(
+                "no `keytool` beside java nor on PATH (it makes the TLS certificates): install "
+                "a full Java runtime (apt-get install openjdk-17-jre-headless)"
+            )
         try:
-            self.credentials.create(keytool if os.access(keytool, os.X_OK) else "keytool")
+            self.credentials.create(keytool)
         except (SecurityError, OSError, subprocess.TimeoutExpired) as err:
             raise BrokerError(f"{err}; see {self.credentials.dir}") from None
 
