@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from framework.broker_security import Credentials, SecurityError, write_private
+from framework.broker_security import ADMIN_USER, Credentials, SecurityError, write_private
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PORT = 9092
@@ -209,7 +209,7 @@ class Broker:
     def client_settings(self) -> dict[str, str]:
         """Settings an administrator's client needs besides the bootstrap: none for a plain
         broker, the admin user's SASL_SSL settings for a secure one."""
-        return self.credentials.client_settings("admin") if self.secure else {}
+        return self.credentials.client_settings(ADMIN_USER) if self.secure else {}
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
         """Stop the broker (SIGTERM, then SIGKILL after `timeout` s); the pid it had, or None."""
