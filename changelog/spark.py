@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from framework.kafka import java_settings
 from framework.serde import default_schemas
 
 
@@ -25,8 +26,8 @@ def read_snapshot(spark: Any, topic: str, *, bootstrap: str, kafka: dict | None 
         .option("endingOffsets", "latest")
         .option("kafka.isolation.level", "read_committed")
     )
-    for key, value in (kafka or {}).items():
-        reader = reader.option(f"kafka.{key}", str(value))
+    for key, value in java_settings(kafka or {}).items():  # Spark's is the Java client
+        reader = reader.option(f"kafka.{key}", value)
     records = reader.load().where(F.col("key").isNotNull())
     newest = Window.partitionBy("key").orderBy(F.col("partition").desc(), F.col("offset").desc())
     latest = (

@@ -4,7 +4,9 @@ Everything logwheel does — transactions, compaction, consumer groups — needs
 a developer should get one with one command and no Docker. `Broker(home)` keeps everything it
 owns under one directory: `data/` (the log), `server.properties` (rewritten at every start),
 `ports.json` (ports chosen at the first start and reused later, so addresses stay stable),
-`broker.pid` and `broker.log` (the JVM's output, WARN and above).
+`broker.pid` and `broker.log` (the JVM's output, WARN and above). A secure broker
+(`Broker(home, secure=True)`, `logwheel broker start --secure`) also keeps its certificates and
+passwords in `security/` (framework/broker_security.py); a home is secure or plain for life.
 
 Bootstrap addresses are resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`,
 else this broker, started if needed (`bootstrap_from`).
@@ -31,8 +33,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from framework.broker_security import ADMIN_USER, Credentials, SecurityError, write_private
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PORT = 9092
+DEFAULT_SECURE_PORT = 9094
 MIN_JAVA = 17
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
@@ -82,9 +87,11 @@ class Started:
     pid: int
 
 
-def default_home() -> Path:
-    """`LOGWHEEL_BROKER_DIR`, or `.logwheel/broker` under the current directory."""
-    return Path(os.environ.get("LOGWHEEL_BROKER_DIR") or ".logwheel/broker")
+def default_home(secure: bool = False) -> Path:
+    """`LOGWHEEL_BROKER_DIR`, or `.logwheel/broker` (`.logwheel/secure-broker` for a secure
+    one) under the current directory."""
+    default = ".logwheel/secure-broker" if secure else ".logwheel/broker"
+    return Path(os.environ.get("LOGWHEEL_BROKER_DIR") or default)
 
 
 def ensure_running(home: Path | None = None) -> str:
@@ -112,10 +119,13 @@ def _spinner(text: str) -> contextlib.AbstractContextManager:
 
 
 class Broker:
-    """One embedded broker, identified by its home directory."""
+    """One embedded broker, identified by its home directory. `secure` asks for SASL_SSL and
+    ACLs; a home made secure stays secure."""
 
-    def __init__(self, home: Path | str) -> None:
+    def __init__(self, home: Path | str, secure: bool = False) -> None:
         self.home = Path(home).resolve()
+        self.credentials = Credentials(self.home)
+        self.secure = secure or self.credentials.exists()
         self.data_dir = self.home / "data"
         self.config_file = self.home / "server.properties"
         self.ports_file = self.home / "ports.json"
@@ -185,6 +195,8 @@ class Broker:
                 return Started(bootstrap, False, time.monotonic() - began, pid)
             java = _java()
             jars = _jars()
+            if self.secure:
+                self._make_credentials(java)
             ports = self._choose_ports(port)
             self._write_config(ports)
             self._format(java, jars)
@@ -194,6 +206,11 @@ class Broker:
             with _spinner(f"waiting for Kafka on {bootstrap}"):
                 self._wait_ready(pid, bootstrap, timeout, began)
             return Started(bootstrap, True, time.monotonic() - began, pid)
+
+    def client_settings(self) -> dict[str, str]:
+        """Settings an administrator's client needs besides the bootstrap: none for a plain
+        broker, the admin user's SASL_SSL settings for a secure one."""
+        return self.credentials.client_settings(ADMIN_USER) if self.secure else {}
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
         """Stop the broker (SIGTERM, then SIGKILL after `timeout` s); the pid it had, or None."""
@@ -227,6 +244,24 @@ class Broker:
 
     # -- the steps of a start -----------------------------------------------------------
 
+    def _make_credentials(self, java: str) -> None:
+        if not self.credentials.exists() and (self.data_dir / "meta.properties").exists():
+            raise BrokerError(
+                f"{self.home} holds a plain broker: give the secure one a home of its own "
+                "(LOGWHEEL_BROKER_DIR) or remove that directory"
+            )
+        beside_java = Path(java).resolve().parent / "keytool"
+        keytool = str(beside_java) if os.access(beside_java, os.X_OK) else shutil.which("keytool")
+        if keytool is None:
+            raise BrokerError(
+                "no `keytool` beside java nor on PATH (it makes the TLS certificates): install "
+                "a full Java runtime (apt-get install openjdk-17-jre-headless)"
+            )
+        try:
+            self.credentials.create(keytool)
+        except (SecurityError, OSError, subprocess.TimeoutExpired) as err:
+            raise BrokerError(f"{err}; see {self.credentials.dir}") from None
+
     def _choose_ports(self, wanted: int | None) -> dict[str, int]:
         """Pick and persist the client and controller ports (see `start`)."""
         env = os.environ.get("LOGWHEEL_BROKER_PORT")
@@ -241,8 +276,9 @@ class Broker:
             wanted, origin = saved["port"], "saved"
         else:
             origin = "asked for"
+        default = DEFAULT_SECURE_PORT if self.secure else DEFAULT_PORT
         if wanted is None:
-            port = DEFAULT_PORT if _free(DEFAULT_PORT) else _any_free_port()
+            port = default if _free(default) else _any_free_port()
         elif wanted == 0:
             port = _any_free_port()
         elif _free(wanted):
@@ -277,8 +313,11 @@ class Broker:
             "log.dirs": str(self.data_dir),
             **SINGLE_NODE_SETTINGS,
         }
+        if self.secure:
+            settings.update(self.credentials.server_settings(port, controller))
         lines = [f"{k}={v}" for k, v in settings.items()]
-        self.config_file.write_text("# written by logwheel at every start\n" + "\n".join(lines))
+        # 0600: a secure broker's file holds the key stores' and its own user's passwords
+        write_private(self.config_file, "# written by logwheel at every start\n" + "\n".join(lines))
 
     def _format(self, java: str, jars: Path) -> None:
         """Format the data directory once (a KRaft log needs a cluster id before first use)."""
@@ -287,10 +326,16 @@ class Broker:
         command = [java, *self._jvm_flags(), "-cp", f"{jars}/*", "kafka.tools.StorageTool"]
         command += ["format", "--ignore-formatted", "-t", _cluster_id(), "-c"]
         command += [str(self.config_file)]
-        done = subprocess.run(command, capture_output=True, text=True, cwd=self.home)
+        if self.secure:
+            command += self.credentials.format_arguments()
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, cwd=self.home)
+        finally:
+            self.credentials.forget_format_arguments()
         if done.returncode != 0:
             detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise BrokerError(f"formatting {self.data_dir} failed: {detail[0]}")
+            reason = self.credentials.redact(detail[0])
+            raise BrokerError(f"formatting {self.data_dir} failed: {reason}")
 
     def _spawn(self, java: str, jars: Path) -> int:
         """Start the JVM detached from this process (own session, output to the log file)."""
@@ -324,7 +369,8 @@ class Broker:
                 raise BrokerError(
                     f"the broker exited while starting ({self._last_error()}); see {self.log_file}"
                 )
-            if _accepts(int(bootstrap.rsplit(":", 1)[1])) and _metadata_answers(bootstrap):
+            port = int(bootstrap.rsplit(":", 1)[1])
+            if _accepts(port) and _metadata_answers(bootstrap, self.client_settings()):
                 return
             time.sleep(0.2)
         self.stop()
@@ -338,7 +384,7 @@ class Broker:
         except OSError:
             return "no log"
         errors = [line for line in lines if "ERROR" in line or "Exception" in line]
-        return (errors or lines or ["no log output"])[-1].strip()[:300]
+        return self.credentials.redact((errors or lines or ["no log output"])[-1].strip()[:300])
 
     def _is_ours(self, pid: int) -> bool:
         command = _cmdline(pid) if _alive(pid) else None
@@ -474,12 +520,12 @@ _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 
 
-def _metadata_answers(bootstrap: str) -> bool:
+def _metadata_answers(bootstrap: str, settings: dict[str, str]) -> bool:
     """Whether the broker serves metadata and has registered itself (it is unfenced)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    admin = AdminClient({**settings, "bootstrap.servers": bootstrap, "logger": _QUIET})
     try:
         return bool(admin.list_topics(timeout=2).brokers)
     except KafkaException:

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from framework.acls import register_acls
 from framework.broker import Broker, BrokerError, bootstrap_from, default_home
 from framework.errors import ConfigurationError, Fatal
 
@@ -30,8 +31,9 @@ def register_broker(commands: argparse._SubParsersAction) -> None:
         "broker",
         help="the embedded single-node Kafka broker",
         description="Embedded single-node Kafka (KRaft) on 127.0.0.1. Its data, log and pid "
-        "live in LOGWHEEL_BROKER_DIR (default .logwheel/broker); LOGWHEEL_BROKER_PORT picks "
-        "the port at the first start (default 9092, or a free one if that is taken).",
+        "live in LOGWHEEL_BROKER_DIR (default .logwheel/broker; .logwheel/secure-broker with "
+        "--secure); LOGWHEEL_BROKER_PORT picks the port at the first start (default 9092, "
+        "9094 with --secure, or a free one if that is taken).",
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     start = actions.add_parser(
@@ -46,27 +48,37 @@ def register_broker(commands: argparse._SubParsersAction) -> None:
         "status", help=f"exit 0 and its address when it runs, else exit {NOT_RUNNING}"
     )
     status.set_defaults(func=broker_status)
+    for action in (start, stop, status):
+        action.add_argument(
+            "--secure",
+            action="store_true",
+            help="the secure broker: SASL_SSL (SCRAM-SHA-512), TLS certificates and users "
+            "made at its first start, ACLs required (its own home and port)",
+        )
 
 
 def broker_start(args: argparse.Namespace) -> int:
-    started = Broker(default_home()).start(timeout=args.timeout)
+    broker = Broker(default_home(args.secure), secure=args.secure)
+    started = broker.start(timeout=args.timeout)
     if started.started:
         print(f"broker ready in {started.seconds:.1f}s (pid {started.pid})")
     else:
         print(f"broker already running (pid {started.pid}), answered in {started.seconds:.1f}s")
+    if broker.secure:
+        print("\n".join(broker.credentials.describe(started.bootstrap)))
     print(started.bootstrap, flush=True)
     return 0
 
 
 def broker_stop(args: argparse.Namespace) -> int:
-    broker = Broker(default_home())
+    broker = Broker(default_home(args.secure))
     pid = broker.stop(timeout=args.timeout)
     print(f"broker stopped (pid {pid})" if pid else f"broker was not running ({broker.home})")
     return 0
 
 
 def broker_status(args: argparse.Namespace) -> int:
-    broker = Broker(default_home())
+    broker = Broker(default_home(args.secure))
     bootstrap = broker.status()
     if bootstrap is None:
         print(f"broker not running ({broker.home})")
@@ -382,6 +394,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_changelog,
     register_reset,
     register_schemas,
+    register_acls,
 ]
 
 

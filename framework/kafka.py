@@ -1,23 +1,69 @@
 """Client configuration for every Kafka client logwheel makes, in one place.
 
 Defaults are chosen for low latency on small batches and quick failover; anything in the user's
-`[kafka]` config table passes through and wins.
+`[kafka]` config table passes through and wins. String values there may refer to environment
+variables as `${VAR}` (`$${` is a literal `${`), so secrets stay out of files
+(`expand_env`).
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 from typing import Any
+
+from framework.errors import ConfigurationError
+
+_REFERENCE = re.compile(r"\$(?:(\$)|\{([^}]*)\}|(\{))")
+_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 TRANSACTION_TIMEOUT_MS = 10_000
 """Short, as in Kafka Streams under exactly-once: a transaction left open by a killed process
 blocks read_committed readers until the broker aborts it after this long."""
 
 
+def expand_env(
+    settings: Mapping[str, Any], origin: str, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """`settings` with every `${VAR}` in a string value replaced by that environment variable.
+
+    A variable that is not set, or a malformed reference, fails in one line naming the
+    setting and the variable (never the value: it may be a secret). `origin` says where the
+    settings came from, for that line."""
+    env = os.environ if environ is None else environ
+
+    def expand(key: str, value: str) -> str:
+        def substitute(match: re.Match) -> str:
+            if match.group(1):
+                return "$"
+            name = match.group(2)
+            if name is None or not _VAR.match(name):
+                raise ConfigurationError(
+                    f"{origin}: {key} has a malformed reference: write ${{NAME}} with a "
+                    "variable name (letters, digits, _), or $${ for a literal ${"
+                )
+            if name not in env:
+                raise ConfigurationError(
+                    f"{origin}: {key} refers to ${{{name}}}, which is not set: export {name}"
+                )
+            return env[name]
+
+        return _REFERENCE.sub(substitute, value)
+
+    return {k: expand(k, v) if isinstance(v, str) else v for k, v in settings.items()}
+
+
 def client_config(bootstrap: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     config: dict[str, Any] = {"bootstrap.servers": bootstrap}
     config.update(extra or {})
     return config
+
+
+def reader_group(owner: str) -> str:
+    """The group id of the assign-only consumers of `owner` (a computation's group, or a
+    pipeline's name): under its prefix, so the pipeline's prefixed group ACL covers it."""
+    return f"{owner}.reader"
 
 
 def producer_config(
@@ -53,12 +99,16 @@ def consumer_config(
     group: str | None = None,
     instance: str | None = None,
     assignor: str = "cooperative-sticky",
+    reader: str = "logwheel-unused",
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """read_committed consumer that never commits by itself: commits belong to the runner.
 
     `instance` makes the member static (KIP-345): a restarted process takes its partitions
-    back at once instead of waiting out its killed predecessor's session."""
+    back at once instead of waiting out its killed predecessor's session. Without `group`
+    the consumer only assigns partitions; librdkafka still wants a group id and looks up its
+    coordinator, which an authorizer checks (Describe on the group): `reader` is that id, so
+    a pipeline's readers pass one under the pipeline's prefix (`reader_group`)."""
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "isolation.level": "read_committed",
@@ -69,7 +119,7 @@ def consumer_config(
         "fetch.queue.backoff.ms": 10,
     }
     if group is None:
-        config["group.id"] = "logwheel-unused"  # librdkafka wants one even for assign()
+        config["group.id"] = reader
         config["enable.partition.eof"] = True
     else:
         config.update(
@@ -85,3 +135,41 @@ def consumer_config(
             config["group.instance.id"] = instance
     config.update(extra or {})
     return config
+
+
+_JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def java_settings(settings: Mapping[str, Any]) -> dict[str, str]:
+    """librdkafka client settings (`[kafka]`) as the Java client's, for Spark's Kafka source.
+
+    The two clients agree on most names but not on credentials and trust: `sasl.username` and
+    `sasl.password` become a `sasl.jaas.config` for the mechanism, `ssl.ca.location` (a PEM
+    file) a PEM trust store. Everything else passes through as it is."""
+    java = {k: str(v) for k, v in settings.items()}
+    mechanism = java.pop("sasl.mechanisms", None) or java.get("sasl.mechanism")
+    if mechanism:
+        java["sasl.mechanism"] = mechanism
+    username, password = java.pop("sasl.username", None), java.pop("sasl.password", None)
+    if username is not None and "sasl.jaas.config" not in java:
+        module = _JAAS_MODULES.get((mechanism or "").upper())
+        if module is None:
+            raise ConfigurationError(
+                f"sasl.mechanism {mechanism!r}: Spark's Kafka client takes sasl.username and "
+                f"sasl.password only with {', '.join(_JAAS_MODULES)}; give sasl.jaas.config"
+            )
+        quote = lambda text: text.replace("\\", "\\\\").replace('"', '\\"')  # noqa: E731
+        java["sasl.jaas.config"] = (
+            f'{module} required username="{quote(username)}" password="{quote(password or "")}";'
+        )
+    ca = java.pop("ssl.ca.location", None)
+    if ca is not None and "ssl.truststore.location" not in java:
+        java["ssl.truststore.type"] = "PEM"
+        java["ssl.truststore.location"] = ca
+    if java.get("ssl.endpoint.identification.algorithm") == "none":
+        java["ssl.endpoint.identification.algorithm"] = ""
+    return java

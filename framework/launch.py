@@ -19,6 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from framework.kafka import expand_env
 from framework.metrics import serve
 from framework.pipeline import Pipeline, PipelineError
 from framework.runner import Runner
@@ -46,7 +47,8 @@ def load_pipeline(ref: str) -> Pipeline:
 
 
 def kafka_settings(config_file: str | None) -> dict[str, Any]:
-    """The `[kafka]` table of a TOML config file: client settings passed through as they are."""
+    """The `[kafka]` table of a TOML config file: client settings passed through, with
+    `${VAR}` references to the environment expanded (a missing variable fails at start)."""
     if config_file is None:
         return {}
     try:
@@ -56,7 +58,7 @@ def kafka_settings(config_file: str | None) -> dict[str, Any]:
         raise PipelineError(f"--config {config_file}: {error}") from None
     if not isinstance(table, dict):
         raise PipelineError(f"--config {config_file}: [kafka] must be a table of client settings")
-    return table
+    return expand_env(table, f"--config {config_file} [kafka]")
 
 
 def run_computations(

@@ -25,7 +25,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from framework.kafka import client_config, consumer_config, producer_config
+from framework.kafka import client_config, consumer_config, producer_config, reader_group
 from framework.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.topics import create_topics
 from framework.watermarks import repartition_producer, task_producer
@@ -92,7 +92,7 @@ def _forget_marks(
     pipeline: Pipeline, spec: ComputationSpec, bootstrap: str, kafka: dict | None
 ) -> None:
     """Tombstones for every mark the computation's tasks publish (re-keying and keyed)."""
-    consumer = Consumer(consumer_config(bootstrap, extra=kafka))
+    consumer = Consumer(consumer_config(bootstrap, reader=reader_group(spec.group), extra=kafka))
     try:
         topics = consumer.list_topics(timeout=30).topics
     finally:

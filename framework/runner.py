@@ -21,7 +21,7 @@ from framework.collector import Collector
 from framework.committer import Committer
 from framework.dead_letters import ErrorPolicy
 from framework.errors import BadRecord, Rejoin
-from framework.kafka import client_config, consumer_config, producer_config
+from framework.kafka import client_config, consumer_config, producer_config, reader_group
 from framework.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.meter import Meter
 from framework.metrics import REBALANCES
@@ -168,9 +168,12 @@ class Member:
             )
         )
         self.committer = Committer(spec, self.collector, self.consumer, instance)
-        self.channels = WatermarkChannels(consumer_config(bootstrap, extra=extra))
+        reader = reader_group(spec.group)
+        self.channels = WatermarkChannels(consumer_config(bootstrap, reader=reader, extra=extra))
         self.restorer = Restorer(
-            Consumer(consumer_config(bootstrap, extra=extra)), spec, _topic_ids(admin, spec)
+            Consumer(consumer_config(bootstrap, reader=reader, extra=extra)),
+            spec,
+            _topic_ids(admin, spec),
         )
         rt = Runtime(
             runner.pipeline,
@@ -180,7 +183,9 @@ class Member:
             ErrorPolicy(spec.group, spec.on_error),
         )
         self.tables = (
-            Tables(Consumer(consumer_config(bootstrap, extra=extra)), spec, runner.dir)
+            Tables(
+                Consumer(consumer_config(bootstrap, reader=reader, extra=extra)), spec, runner.dir
+            )
             if spec.tables
             else None
         )

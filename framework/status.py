@@ -14,7 +14,7 @@ from rich.table import Table
 
 from framework.api import MIN_TIME
 from framework.clock import now_ms
-from framework.kafka import client_config, consumer_config
+from framework.kafka import client_config, consumer_config, reader_group
 from framework.pipeline import ComputationSpec, Pipeline
 from framework.watermarks import WatermarkChannels, repartition_producer, task_producer
 
@@ -44,7 +44,8 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
     now = now_ms()
     admin = AdminClient(client_config(bootstrap, kafka))
     existing = admin.list_topics(timeout=30).topics
-    channels = WatermarkChannels(consumer_config(bootstrap, extra=kafka))
+    reader = reader_group(pipeline.name)
+    channels = WatermarkChannels(consumer_config(bootstrap, reader=reader, extra=kafka))
     rows = []
     try:
         channels.follow(

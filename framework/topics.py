@@ -191,6 +191,12 @@ def create_topics(
                 created.append(name)
             except KafkaException as exc:
                 error = exc.args[0]
+                if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    raise PipelineError(
+                        f"cannot create topic {name!r}: not authorized to see or create it: "
+                        "grant this client's principal the pipeline's ACLs (`logwheel acls "
+                        "MODULE:ATTR --principal ...`), or create it as an administrator"
+                    ) from None
                 if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:  # a concurrent creator won
                     raise PipelineError(f"cannot create topic {name!r}: {error.str()}") from None
     _wait_for_leaders(admin, {s.name: s for s in plan}, timeout)

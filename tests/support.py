@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -37,7 +38,16 @@ class UniqueJob:
     """A pipeline built by `factory(name, stream_prefix, *args)` under a fresh name (streams are
     named globally), written as a job module `logwheel run` can import, its topics created."""
 
-    def __init__(self, bootstrap: str, directory: Path, factory: str, prefix: str, *args) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        directory: Path,
+        factory: str,
+        prefix: str,
+        *args,
+        kafka: dict | None = None,
+        create: bool = True,
+    ) -> None:
         from framework.topics import create_topics
 
         self.bootstrap, self.directory = bootstrap, directory
@@ -48,7 +58,8 @@ class UniqueJob:
         source = f"from {module} import {function}\npipeline = {function}({call})\n"
         self.module = write_job(directory, self.name.replace("-", "_"), source)
         self.pipeline = import_job(directory, self.module).pipeline
-        create_topics(bootstrap, self.pipeline)
+        if create:
+            create_topics(bootstrap, self.pipeline, client_config=kafka)
 
     def job(self, state: str = "state", **kwargs) -> Job:
         return Job(
@@ -72,12 +83,16 @@ class Job:
         path: Path,
         computations: Iterable[str] = (),
         log: Path | None = None,
+        config: Path | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.args = [sys.executable, "-m", "framework.cli", "run", ref, "--bootstrap", bootstrap]
         self.args += ["--state-dir", str(state_dir)]
         for name in computations:
             self.args += ["--computation", name]
-        self.env = {**os.environ, "PYTHONPATH": f"{path}{os.pathsep}{REPO}"}
+        if config is not None:
+            self.args += ["--config", str(config)]
+        self.env = {**os.environ, **(env or {}), "PYTHONPATH": f"{path}{os.pathsep}{REPO}"}
         self.log = log or state_dir.with_suffix(".log")
         self.proc: subprocess.Popen | None = None
         self.log_start = 0
@@ -143,10 +158,16 @@ def start_job(directory: Path, module: str, bootstrap: str, computations: int = 
 
 
 def produce(
-    bootstrap: str, topic: str, records: Iterable[tuple[str | None, object, int | None]]
+    bootstrap: str,
+    topic: str,
+    records: Iterable[tuple[str | None, object, int | None]],
+    kafka: dict | None = None,
 ) -> int:
-    """Produce (key, JSON value, timestamp) records; returns how many."""
-    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
+    """Produce (key, JSON value, timestamp) records; returns how many. `kafka`: extra client
+    settings (SASL, SSL, ...)."""
+    producer = Producer(
+        {**(kafka or {}), "bootstrap.servers": bootstrap, "partitioner": "murmur2_random"}
+    )
     n = 0
     for key, value, ts in records:
         kwargs = {} if ts is None else {"timestamp": ts}
@@ -174,11 +195,14 @@ def read_topic(
     timeout: float = 60,
     idle: float = 3.0,
     committed: bool = True,
+    kafka: dict | None = None,
 ) -> list:
     """Every record of `topic` from the start (read_committed unless `committed=False`):
-    until `expect` records, or until nothing new came for `idle` seconds, or `timeout`."""
+    until `expect` records, or until nothing new came for `idle` seconds, or `timeout`.
+    `kafka`: extra client settings (SASL, SSL, ...)."""
     consumer = Consumer(
         {
+            **(kafka or {}),
             "bootstrap.servers": bootstrap,
             "group.id": unique_name("reader"),
             "isolation.level": "read_committed" if committed else "read_uncommitted",
@@ -221,9 +245,21 @@ class Wordcount:
 
     VOCABULARY = [f"w{i}" for i in range(200)]
 
-    def __init__(self, bootstrap: str, tmp: Path, guarantee: str = "exactly_once") -> None:
-        self.bootstrap = bootstrap
-        self.unique = UniqueJob(bootstrap, tmp, "jobs.wordcount:build", "wc", guarantee)
+    def __init__(
+        self,
+        bootstrap: str,
+        tmp: Path,
+        guarantee: str = "exactly_once",
+        *,
+        kafka: dict | None = None,
+        create: bool = True,
+    ) -> None:
+        """`kafka`: client settings of the test's own clients (topics, input, reading);
+        `create=False` leaves every topic to the job."""
+        self.bootstrap, self.kafka = bootstrap, kafka
+        self.unique = UniqueJob(
+            bootstrap, tmp, "jobs.wordcount:build", "wc", guarantee, kafka=kafka, create=create
+        )
         self.name, self.prefix, self.pipeline = (
             self.unique.name,
             self.unique.prefix,
@@ -248,29 +284,32 @@ class Wordcount:
                 self.words[w] = self.words.get(w, 0) + 1
             batch.append((str(i), {"line": " ".join(words)}, None))
         self.sent += n
-        produce(self.bootstrap, self.lines_topic, batch)
+        produce(self.bootstrap, self.lines_topic, batch, self.kafka)
 
     def total(self) -> int:
         return sum(self.words.values())
 
-    def read_counts(self, timeout: float = 120) -> list[tuple[str, int]]:
+    def read_counts(self, timeout: float = 120, expect: int | None = None) -> list[tuple[str, int]]:
+        """The committed counts, once `expect` (default: one per word seen) have come."""
         from framework.serde import decoder_for
 
         decode = decoder_for("wordcount.WordCount")
-        msgs = read_topic(self.bootstrap, self.counts_topic, expect=self.total(), timeout=timeout)
+        read = functools.partial(read_topic, self.bootstrap, self.counts_topic, kafka=self.kafka)
+        msgs = read(expect=expect or self.total(), timeout=timeout)
         # a short extra read catches duplicates that would come after the expected total
-        extra = read_topic(self.bootstrap, self.counts_topic, timeout=10, idle=2)
+        extra = read(timeout=10, idle=2)
         msgs = extra if len(extra) > len(msgs) else msgs
         return [(v["word"], v["count"]) for v in (decode(m.value()) for m in msgs)]
 
-    def check_exact(self, counts: list[tuple[str, int]]) -> None:
-        """Per word, the updates are exactly 1, 2, ..., n: no duplicate, none missing."""
+    def check_exact(self, counts: list[tuple[str, int]], times: int = 1) -> None:
+        """Per word, the updates are exactly 1, 2, ..., n (`times` over, after resets that
+        counted again from scratch): no duplicate, none missing."""
         seen: dict[str, list[int]] = {}
         for word, count in counts:
             seen.setdefault(word, []).append(count)
         assert set(seen) == set(self.words), "words missing or invented"
         for word, n in self.words.items():
-            assert sorted(seen[word]) == list(range(1, n + 1)), (
+            assert sorted(seen[word]) == sorted(list(range(1, n + 1)) * times), (
                 f"{word}: expected updates 1..{n}, got {len(seen[word])} "
                 f"(max {max(seen[word])}, duplicates {len(seen[word]) - len(set(seen[word]))})"
             )
@@ -300,7 +339,9 @@ def json_values(msgs: list) -> list:
     return [json.loads(m.value()) for m in msgs]
 
 
-def wait_until_resettable(pipeline, computation: str, bootstrap: str, state_dir: Path) -> None:
+def wait_until_resettable(
+    pipeline, computation: str, bootstrap: str, state_dir: Path, kafka: dict | None = None
+) -> None:
     """Wait until `logwheel reset` accepts the computation: its stopped (static) members'
     sessions have ended."""
     from framework.pipeline import PipelineError
@@ -309,7 +350,7 @@ def wait_until_resettable(pipeline, computation: str, bootstrap: str, state_dir:
     def resettable() -> bool:
         try:
             reset(pipeline, computation, "earliest", bootstrap=bootstrap, state_dir=state_dir,
-                  dry_run=True)  # fmt: skip
+                  dry_run=True, kafka=kafka)  # fmt: skip
         except PipelineError:
             return False
         return True

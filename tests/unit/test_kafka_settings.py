@@ -1,0 +1,89 @@
+"""`[kafka]` client settings from --config: `${VAR}` references to the environment."""
+
+from __future__ import annotations
+
+import pytest
+
+from framework.errors import ConfigurationError
+from framework.kafka import consumer_config, expand_env, java_settings, reader_group
+from framework.launch import kafka_settings
+
+
+def test_references_are_replaced_by_the_environment():
+    env = {"PASS": "s3cr$t", "USER": "job"}
+    settings = {"sasl.password": "${PASS}", "sasl.username": "x-${USER}-y", "linger.ms": 5}
+    assert expand_env(settings, "here", env) == {
+        "sasl.password": "s3cr$t",
+        "sasl.username": "x-job-y",
+        "linger.ms": 5,  # not a string: passed as it is
+    }
+
+
+def test_a_double_dollar_is_a_literal_dollar_and_a_lone_one_stays():
+    env = {"A": "1"}
+    assert expand_env({"k": "$${A} $A a$b ${A}"}, "here", env) == {"k": "${A} $A a$b 1"}
+
+
+def test_a_missing_variable_fails_in_one_line_naming_it_and_the_setting():
+    with pytest.raises(ConfigurationError) as error:
+        expand_env({"sasl.password": "${NOT_SET_ANYWHERE}"}, "--config c.toml [kafka]", {})
+    message = str(error.value)
+    assert "\n" not in message
+    assert "NOT_SET_ANYWHERE" in message and "sasl.password" in message
+    assert message.startswith("--config c.toml [kafka]") and "export NOT_SET_ANYWHERE" in message
+
+
+@pytest.mark.parametrize("value", ["${}", "${1X}", "${A-B}", "abc${UNCLOSED"])
+def test_a_malformed_reference_fails_without_echoing_the_value(value):
+    with pytest.raises(ConfigurationError) as error:
+        expand_env({"sasl.password": f"hunter2{value}"}, "here", {"A": "x"})
+    assert "hunter2" not in str(error.value)
+    assert "sasl.password" in str(error.value)
+
+
+def test_kafka_settings_expands_the_config_file(tmp_path, monkeypatch):
+    config = tmp_path / "job.toml"
+    config.write_text('[kafka]\n"sasl.username" = "job"\n"sasl.password" = "${LW_TEST_PW}"\n')
+    monkeypatch.setenv("LW_TEST_PW", "the-password")
+    assert kafka_settings(str(config)) == {"sasl.username": "job", "sasl.password": "the-password"}
+    monkeypatch.delenv("LW_TEST_PW")
+    with pytest.raises(ConfigurationError, match=r"\$\{LW_TEST_PW\}, which is not set"):
+        kafka_settings(str(config))
+
+
+def test_an_assign_only_reader_sits_under_its_owners_prefix():
+    group = reader_group("wordcount.count-words")
+    assert group.startswith("wordcount.")
+    assert consumer_config("b:1", reader=group)["group.id"] == group
+    member = consumer_config("b:1", group="wordcount.count-words", reader=group)
+    assert member["group.id"] == "wordcount.count-words"
+
+
+def test_java_settings_turn_librdkafka_credentials_into_jaas_and_a_pem_trust_store():
+    settings = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "job",
+        "sasl.password": 'p"w\\d',
+        "ssl.ca.location": "/ca.pem",
+        "client.id": "x",
+        "fetch.min.bytes": 1,
+    }
+    assert java_settings(settings) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="job" password="p\\"w\\\\d";',
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/ca.pem",
+        "client.id": "x",
+        "fetch.min.bytes": "1",
+    }
+
+
+def test_java_settings_keep_what_is_given_for_java_and_refuse_what_cannot_map():
+    given = {"sasl.mechanism": "PLAIN", "sasl.jaas.config": "X required;", "sasl.username": "u"}
+    assert java_settings(given) == {"sasl.mechanism": "PLAIN", "sasl.jaas.config": "X required;"}
+    with pytest.raises(ConfigurationError, match="sasl.jaas.config"):
+        java_settings({"sasl.mechanism": "OAUTHBEARER", "sasl.username": "u"})
+    assert java_settings({}) == {}
