@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
+
 TRANSACTION_TIMEOUT_MS = 10_000
 """Short, as in Kafka Streams under exactly-once: a transaction left open by a killed process
 blocks read_committed readers until the broker aborts it after this long."""
@@ -85,3 +87,30 @@ def consumer_config(
             config["group.instance.id"] = instance
     config.update(extra or {})
     return config
+
+
+_UNREACHABLE = {
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._RESOLVE,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.BROKER_NOT_AVAILABLE,
+}
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether `error` says the cluster could not be reached or was between leaders (a broker
+    down or restarting): that passes, so the caller waits and tries again, where a
+    configuration error or a fenced producer would not."""
+    if isinstance(error, TimeoutError):
+        return True
+    if not isinstance(error, KafkaException) or not error.args:
+        return False
+    err = error.args[0]
+    return isinstance(err, KafkaError) and not err.fatal() and err.code() in _UNREACHABLE

@@ -21,7 +21,7 @@ from framework.collector import Collector
 from framework.committer import Committer
 from framework.dead_letters import ErrorPolicy
 from framework.errors import BadRecord, Rejoin
-from framework.kafka import client_config, consumer_config, producer_config
+from framework.kafka import client_config, consumer_config, producer_config, unreachable
 from framework.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.meter import Meter
 from framework.metrics import REBALANCES
@@ -75,14 +75,18 @@ class Runner:
             ) from error
         lock = self._lock_state_dir()
         try:
-            create_topics(self.bootstrap, self.pipeline, client_config=self.kafka)
-            partitions = self._partition_counts()
+            partitions = self._retrying(stop, "starting", self._start)
             instance = self._instance_id()
             while not stop.is_set():
-                member = Member(self, partitions, instance)
+                member = self._retrying(stop, "joining", lambda: Member(self, partitions, instance))
+                if member is None:
+                    return
                 try:
                     member.run(stop)
-                except Rejoin as why:
+                except (Rejoin, KafkaException) as why:
+                    if isinstance(why, KafkaException) and not unreachable(why):
+                        member.close(clean=False)
+                        raise
                     log.warning("%s: rejoining the group: %s", self.spec.group, why)
                     member.close(clean=False)
                     time.sleep(0.5)
@@ -93,6 +97,25 @@ class Runner:
                     member.close(clean=True)
         finally:
             lock.close()
+
+    def _start(self) -> dict[str, int]:
+        create_topics(self.bootstrap, self.pipeline, client_config=self.kafka)
+        return self._partition_counts()
+
+    def _retrying(self, stop: threading.Event, what: str, step):
+        """`step()`, again every second while the cluster cannot be reached (a broker down or
+        restarting must not end the process); None if `stop` is set meanwhile."""
+        while not stop.is_set():
+            try:
+                return step()
+            except (KafkaException, TimeoutError) as error:
+                if not unreachable(error):
+                    raise
+                log.warning(
+                    "%s: %s: cannot reach Kafka (%s); retrying", self.spec.group, what, error
+                )
+                stop.wait(1.0)
+        return None
 
     def _lock_state_dir(self):
         self.dir.mkdir(parents=True, exist_ok=True)
