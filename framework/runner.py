@@ -7,6 +7,7 @@ transaction per commit holding productions, journals, marks and input offsets (i
 from __future__ import annotations
 
 import fcntl
+import gc
 import logging
 import os
 import threading
@@ -111,10 +112,12 @@ class Runner:
             except (KafkaException, TimeoutError) as error:
                 if not unreachable(error):
                     raise
-                log.warning(
-                    "%s: %s: cannot reach Kafka (%s); retrying", self.spec.group, what, error
-                )
-                stop.wait(1.0)
+                why = f"{type(error).__name__}: {error}"  # not the error: it holds the clients
+            log.warning("%s: %s: cannot reach Kafka (%s); retrying", self.spec.group, what, why)
+            # The failed attempt's clients sit in its traceback's cycle: destroy them now, or
+            # its transactional producer goes on initializing and later fences the next one.
+            gc.collect()
+            stop.wait(1.0)
         return None
 
     def _lock_state_dir(self):
@@ -374,7 +377,11 @@ class Member:
             log.warning("%s: %s; re-running one record per commit", self.spec.group, reason)
 
     def close(self, clean: bool) -> None:
-        """Leave the group; a clean close commits first, an unclean one aborts."""
+        """Leave the group; a clean close commits first and delivers what is in flight, an
+        unclean one aborts and leaves the producer alone: what it holds is either in the
+        aborted transaction or produced again after the rejoin, and the delivery reports of
+        a fenced producer's flush can fail inside confluent-kafka (SystemError in the
+        callback), which ended the process."""
         if not clean:
             self.lost = True  # no commit from the revocation the close triggers
             self.committer.abandon()
@@ -385,7 +392,8 @@ class Member:
         self.tasks.close()
         self.channels.close()
         self.restorer.consumer.close()
-        self.collector.producer.flush(10)
+        if clean:
+            self.collector.producer.flush(10)
 
 
 def _topic_ids(admin: AdminClient, spec: ComputationSpec) -> dict[str, str]:

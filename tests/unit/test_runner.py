@@ -92,3 +92,60 @@ def test_other_errors_still_end_the_process(tmp_path, monkeypatch):
     monkeypatch.setattr(runner_module, "create_topics", create_topics)
     with pytest.raises(KafkaException):
         Runner(_pipeline(), "c", bootstrap="127.0.0.1:1", state_dir=tmp_path).run(threading.Event())
+
+
+def test_a_failed_attempt_leaves_no_client_behind(tmp_path):
+    """The clients a failed join made (a transactional producer still initializing) are gone
+    before the next attempt, or they would fence it."""
+    import weakref
+
+    class Client:
+        pass
+
+    made = []
+
+    def attempt():
+        client = Client()
+        made.append(weakref.ref(client))
+        if len(made) == 1:
+            client.cycle = client  # as a traceback's frames keep a failed __init__'s self
+            raise _down()
+        assert made[0]() is None, "the first attempt's client is still alive"
+        return client
+
+    stop = threading.Event()
+    stop.wait = lambda s: None
+    runner = Runner(_pipeline(), "c", bootstrap="127.0.0.1:1", state_dir=tmp_path)
+    assert isinstance(runner._retrying(stop, "joining", attempt), Client)
+
+
+class Recorder:
+    def __init__(self, calls: list, name: str) -> None:
+        self.calls, self.name = calls, name
+
+    def __getattr__(self, method):
+        return lambda *a, **k: self.calls.append(f"{self.name}.{method}")
+
+
+def _member(calls: list):
+    member = object.__new__(runner_module.Member)
+    member.spec = _pipeline()["c"]
+    member.committer = Recorder(calls, "committer")
+    member.consumer = Recorder(calls, "consumer")
+    member.tasks = Recorder(calls, "tasks")
+    member.channels = Recorder(calls, "channels")
+    member.restorer = type("R", (), {"consumer": Recorder(calls, "restorer")})()
+    member.collector = type("C", (), {"producer": Recorder(calls, "producer")})()
+    return member
+
+
+def test_an_unclean_close_leaves_the_producer_alone():
+    """A membership ended by a fence or an outage aborts and never flushes its producer (a
+    fenced producer's delivery reports failed inside confluent-kafka and ended the process);
+    a clean close delivers what is in flight."""
+    calls: list[str] = []
+    _member(calls).close(clean=False)
+    assert "committer.abandon" in calls and not any(c.startswith("producer.") for c in calls)
+    calls.clear()
+    _member(calls).close(clean=True)
+    assert calls[-1] == "producer.flush"
