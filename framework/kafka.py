@@ -94,6 +94,7 @@ _UNREACHABLE = {
     KafkaError._TIMED_OUT,
     KafkaError._ALL_BROKERS_DOWN,
     KafkaError._RESOLVE,
+    KafkaError._DESTROY_BROKER,  # a broker's connection torn down while it restarts
     KafkaError.REQUEST_TIMED_OUT,
     KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_NOT_AVAILABLE,
