@@ -73,20 +73,23 @@ class OutputSampler(threading.Thread):
 
     def __init__(self, bootstrap: str, topics: list[str]) -> None:
         super().__init__(daemon=True, name="output-sampler")
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "reconnect.backoff.max.ms": 500})
+        self.bootstrap = bootstrap
         self.topics = topics
         self.samples: list[tuple[float, int]] = []
         self.stop = threading.Event()
-        self.tps: list[TopicPartition] | None = None
 
     def measure(self) -> int | None:
-        """The sum now, or None while the broker does not answer."""
+        """The sum now, or None while the broker does not answer. A fresh admin client each
+        time: one kept across broker restarts was seen to stop answering for good."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000})
         try:
-            if self.tps is None:
-                meta = self.admin.list_topics(timeout=5).topics
-                self.tps = [TopicPartition(t, p) for t in self.topics for p in meta[t].partitions]
-            wanted = {tp: OffsetSpec.latest() for tp in self.tps}
-            futures = self.admin.list_offsets(
+            meta = admin.list_topics(timeout=5).topics
+            wanted = {
+                TopicPartition(t, p): OffsetSpec.latest()
+                for t in self.topics
+                for p in meta[t].partitions
+            }
+            futures = admin.list_offsets(
                 wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=5
             )
             return sum(f.result(10).offset for f in futures.values())
@@ -160,7 +163,7 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
             if feeder.error is not None:
                 raise RuntimeError(f"{feeder.name} failed: {feeder.error!r}")
         # Settled: nothing left to read and no output for three checks in a row.
-        deadline, quiet, last = time.monotonic() + 600, 0, None
+        deadline, quiet, last = time.monotonic() + 300, 0, None
         while time.monotonic() < deadline and quiet < 3:
             for inst in instances:
                 inst.check()
