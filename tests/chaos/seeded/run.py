@@ -49,10 +49,14 @@ class Size:
     per_kind: int
     kinds: tuple[str, ...] = KINDS
     instances: int = 2
+    settle_s: float = 300  # longest wait, once fed, for the pipelines to finish
 
 
 REDUCED = Size(lines=36_000, line_rate=300, windows=120, per_window=140, span=110, per_kind=10)
-FULL = Size(lines=820_000, line_rate=1_400, windows=600, per_window=320, span=560, per_kind=10)
+FULL = Size(
+    lines=820_000, line_rate=1_400, windows=600, per_window=320, span=560, per_kind=10,
+    settle_s=1200,
+)  # fmt: skip
 
 
 @dataclass
@@ -163,7 +167,7 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
             if feeder.error is not None:
                 raise RuntimeError(f"{feeder.name} failed: {feeder.error!r}")
         # Settled: nothing left to read and no output for three checks in a row.
-        deadline, quiet, last = time.monotonic() + 300, 0, None
+        deadline, quiet, last = time.monotonic() + size.settle_s, 0, None
         while time.monotonic() < deadline and quiet < 3:
             for inst in instances:
                 inst.check()
