@@ -8,13 +8,14 @@ SPARK_JARS := ops/jars/spark-kafka
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv jars test demo enrich-demo chaos bench lint broker broker-stop
+.PHONY: help venv jars test demo enrich-demo chaos soak bench lint broker broker-stop
 
 help:
 	@echo "make demo         Zeitgeist on the embedded broker: planted spike and dip found, nothing else"
 	@echo "make test         every test suite (unit, integration on a real broker, chaos reduced)"
 	@echo "make enrich-demo  the stream-table join (jobs/enrich) on the embedded broker"
 	@echo "make chaos        the chaos suite at full size (LOGWHEEL_CHAOS_FULL=1)"
+	@echo "make soak         the windowed pipeline under faults for LOGWHEEL_SOAK_MINUTES (30)"
 	@echo "make bench        the benchmarks"
 	@echo "make lint         ruff check and ruff format --check"
 	@echo "make venv         .venv with logwheel installed editable, with its test extras"
@@ -50,6 +51,9 @@ enrich-demo: venv jars
 
 chaos: venv jars
 	LOGWHEEL_CHAOS_FULL=1 $(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) tests/chaos
+
+soak: venv jars
+	$(PY) -m tests.chaos.seeded.soak
 
 bench: venv jars
 	LOGWHEEL_BENCH_PEERS=$${LOGWHEEL_BENCH_PEERS-1} $(PY) bench/run_all.py

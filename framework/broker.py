@@ -122,10 +122,21 @@ class Broker:
     """One embedded broker, identified by its home directory. `secure` asks for SASL_SSL and
     ACLs; a home made secure stays secure."""
 
-    def __init__(self, home: Path | str, secure: bool = False) -> None:
+    def __init__(
+        self,
+        home: Path | str,
+        secure: bool = False,
+        settings: dict[str, str] | None = None,
+        jvm_opts: list[str] | None = None,
+    ) -> None:
+        """`settings` are broker properties over the single-node defaults and `jvm_opts` extra
+        JVM options (the chaos tests' broker fences a killed broker's registration sooner and
+        starts on the quick JIT alone, since it is restarted again and again)."""
         self.home = Path(home).resolve()
         self.credentials = Credentials(self.home)
         self.secure = secure or self.credentials.exists()
+        self.settings = dict(settings or {})
+        self.jvm_opts = list(jvm_opts or [])
         self.data_dir = self.home / "data"
         self.config_file = self.home / "server.properties"
         self.ports_file = self.home / "ports.json"
@@ -312,6 +323,7 @@ class Broker:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.data_dir),
             **SINGLE_NODE_SETTINGS,
+            **self.settings,
         }
         if self.secure:
             settings.update(self.credentials.server_settings(port, controller))
@@ -341,7 +353,7 @@ class Broker:
         """Start the JVM detached from this process (own session, output to the log file)."""
         if self.log_file.exists() and self.log_file.stat().st_size > 20_000_000:
             self.log_file.replace(self.log_file.with_suffix(".log.1"))
-        extra = os.environ.get("LOGWHEEL_BROKER_JVM_OPTS", "").split()
+        extra = [*self.jvm_opts, *os.environ.get("LOGWHEEL_BROKER_JVM_OPTS", "").split()]
         command = [java, *self._jvm_flags(), *extra, "-cp", f"{jars}/*", "kafka.Kafka"]
         command.append(str(self.config_file))
         with open(self.log_file, "ab") as out:

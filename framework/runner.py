@@ -7,6 +7,7 @@ transaction per commit holding productions, journals, marks and input offsets (i
 from __future__ import annotations
 
 import fcntl
+import gc
 import logging
 import os
 import threading
@@ -21,7 +22,13 @@ from framework.collector import Collector
 from framework.committer import Committer
 from framework.dead_letters import ErrorPolicy
 from framework.errors import BadRecord, Rejoin
-from framework.kafka import client_config, consumer_config, producer_config, reader_group
+from framework.kafka import (
+    client_config,
+    consumer_config,
+    producer_config,
+    reader_group,
+    unreachable,
+)
 from framework.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.meter import Meter
 from framework.metrics import REBALANCES
@@ -75,14 +82,18 @@ class Runner:
             ) from error
         lock = self._lock_state_dir()
         try:
-            create_topics(self.bootstrap, self.pipeline, client_config=self.kafka)
-            partitions = self._partition_counts()
+            partitions = self._retrying(stop, "starting", self._start)
             instance = self._instance_id()
             while not stop.is_set():
-                member = Member(self, partitions, instance)
+                member = self._retrying(stop, "joining", lambda: Member(self, partitions, instance))
+                if member is None:
+                    return
                 try:
                     member.run(stop)
-                except Rejoin as why:
+                except (Rejoin, KafkaException) as why:
+                    if isinstance(why, KafkaException) and not unreachable(why):
+                        member.close(clean=False)
+                        raise
                     log.warning("%s: rejoining the group: %s", self.spec.group, why)
                     member.close(clean=False)
                     time.sleep(0.5)
@@ -93,6 +104,27 @@ class Runner:
                     member.close(clean=True)
         finally:
             lock.close()
+
+    def _start(self) -> dict[str, int]:
+        create_topics(self.bootstrap, self.pipeline, client_config=self.kafka)
+        return self._partition_counts()
+
+    def _retrying(self, stop: threading.Event, what: str, step):
+        """`step()`, again every second while the cluster cannot be reached (a broker down or
+        restarting must not end the process); None if `stop` is set meanwhile."""
+        while not stop.is_set():
+            try:
+                return step()
+            except (KafkaException, TimeoutError) as error:
+                if not unreachable(error):
+                    raise
+                why = f"{type(error).__name__}: {error}"  # not the error: it holds the clients
+            log.warning("%s: %s: cannot reach Kafka (%s); retrying", self.spec.group, what, why)
+            # The failed attempt's clients sit in its traceback's cycle: destroy them now, or
+            # its transactional producer goes on initializing and later fences the next one.
+            gc.collect()
+            stop.wait(1.0)
+        return None
 
     def _lock_state_dir(self):
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -356,7 +388,11 @@ class Member:
             log.warning("%s: %s; re-running one record per commit", self.spec.group, reason)
 
     def close(self, clean: bool) -> None:
-        """Leave the group; a clean close commits first, an unclean one aborts."""
+        """Leave the group; a clean close commits first and delivers what is in flight, an
+        unclean one aborts and leaves the producer alone: what it holds is either in the
+        aborted transaction or produced again after the rejoin, and the delivery reports of
+        a fenced producer's flush can fail inside confluent-kafka (SystemError in the
+        callback), which ended the process."""
         if not clean:
             self.lost = True  # no commit from the revocation the close triggers
             self.committer.abandon()
@@ -367,7 +403,8 @@ class Member:
         self.tasks.close()
         self.channels.close()
         self.restorer.consumer.close()
-        self.collector.producer.flush(10)
+        if clean:
+            self.collector.producer.flush(10)
 
 
 def _topic_ids(admin: AdminClient, spec: ComputationSpec) -> dict[str, str]:

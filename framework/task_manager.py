@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
+from framework.errors import Rejoin
 from framework.restore import Restorer
 from framework.state import TaskStore
 from framework.tables import Tables
@@ -93,15 +94,21 @@ class TaskManager:
             self.restoring.pop(p).close()
 
     def _starts(self, tps: list[TopicPartition]) -> dict[tuple[str, int], int]:
-        committed = self.consumer.committed(tps, TIMEOUT_S)
-        starts = {}
-        for c in committed:
-            offset = c.offset
-            if offset < 0:
-                offset, _ = self.consumer.get_watermark_offsets(
-                    TopicPartition(c.topic, c.partition), TIMEOUT_S
-                )
-            starts[(c.topic, c.partition)] = offset if offset >= 0 else OFFSET_BEGINNING
+        """Committed offsets (else the partition's start). Rejoin if the group coordinator
+        cannot say (it moved, or the broker restarts): raised from the rebalance callback,
+        the client's own error left `poll` as a KafkaError no `except` can catch."""
+        try:
+            committed = self.consumer.committed(tps, TIMEOUT_S)
+            starts = {}
+            for c in committed:
+                offset = c.offset
+                if offset < 0:
+                    offset, _ = self.consumer.get_watermark_offsets(
+                        TopicPartition(c.topic, c.partition), TIMEOUT_S
+                    )
+                starts[(c.topic, c.partition)] = offset if offset >= 0 else OFFSET_BEGINNING
+        except KafkaException as error:
+            raise Rejoin(f"reading committed offsets of {_names(tps)}: {error}") from None
         return starts
 
     # -- in the loop ------------------------------------------------------------------------

@@ -33,16 +33,21 @@ class Windowed(Computation):
         )
 
 
-def build(name: str, prefix: str, guarantee: str = "exactly_once") -> Pipeline:
+def build(
+    name: str, prefix: str, guarantee: str = "exactly_once", schema: str | None = None
+) -> Pipeline:
+    """`schema` "zeitgeist.SearchQuery" makes the events Avro, keyed by their query (the
+    seeded chaos run, so an unknown writer fingerprint is a fault of its own); else JSON
+    {"key": ...}."""
     events, counts, totals, rollups = (
         f"{prefix}{s}" for s in ("events", "counts", "totals", "rollups")
     )
     pipeline = Pipeline(name)
-    pipeline.source(events, watermark=InjectorWatermark("feeder"))
+    pipeline.source(events, schema=schema, watermark=InjectorWatermark("feeder"))
     pipeline.computation(
         "count",
         lambda: Windowed(counts, WINDOW, None),
-        inputs={events: key_by("key")},
+        inputs={events: key_by("query" if schema else "key")},
         outputs={counts: None},
         guarantee=guarantee,
     )

@@ -129,3 +129,22 @@ def test_revocation_during_restore_stops_it(tmp_path):
     tm.step()
     tm.revoked([TopicPartition("tm-words", 2)])
     assert restorer.removed == [2] and tm.restoring == {} and tm.waiting == {}
+
+
+def test_a_coordinator_that_cannot_say_the_committed_offsets_means_rejoin(tmp_path):
+    """Seen in the seeded chaos run: `committed()` in the rebalance callback failed with
+    NOT_COORDINATOR while the broker restarted, and `poll` raised it as a bare KafkaError,
+    which ended the process; it is a Rejoin."""
+    import pytest
+    from confluent_kafka import KafkaError, KafkaException
+
+    from framework.errors import Rejoin
+
+    tm, consumer, _ = manager(tmp_path)
+
+    def fails(tps, timeout):
+        raise KafkaException(KafkaError(KafkaError.NOT_COORDINATOR))
+
+    consumer.committed = fails
+    with pytest.raises(Rejoin, match="NOT_COORDINATOR|Not coordinator|committed"):
+        tm.assigned([TopicPartition("tm-words", 1)])

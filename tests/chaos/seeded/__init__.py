@@ -1,0 +1,4 @@
+"""The seeded chaos run (issue 11): a fault schedule drawn from a printed seed (`schedule`),
+the faults themselves on real processes and a broker of the run's own (`faults`), the input
+with its malformed records (`workload`), and a verifier that knows only the input
+(`verifier`); `run` ties them together."""

@@ -1,0 +1,242 @@
+"""The faults of the seeded chaos run, done for real: a broker of the run's own (its own home
+and port, so stopping it never disturbs another test) and `logwheel run` processes, one per
+computation instance, each with a stable `--instance-id` (so a wiped disk is still the same
+static member) and short session timeouts from `[kafka]` in `--config`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from framework.broker import Broker
+from tests.chaos.seeded.schedule import BROKER_KINDS, Fault
+from tests.support import Job
+
+log = logging.getLogger(__name__)
+
+BROKER_SETTINGS = {
+    # A killed broker's registration is fenced in 2 s instead of 9, so it restarts in seconds.
+    "broker.session.timeout.ms": "2000",
+    "broker.heartbeat.interval.ms": "500",
+    # Sessions of a few seconds, so a SIGSTOPped member loses its partitions quickly.
+    "group.min.session.timeout.ms": "1000",
+}
+CLIENT_SETTINGS = {
+    "session.timeout.ms": 4000,
+    "heartbeat.interval.ms": 500,
+    "reconnect.backoff.max.ms": 1000,
+}
+SESSION_S = CLIENT_SETTINGS["session.timeout.ms"] / 1000
+
+
+class ChaosBroker:
+    """The run's own embedded broker, restarted on the same port after every fault."""
+
+    def __init__(self, home: Path) -> None:
+        self.broker = Broker(home, settings=BROKER_SETTINGS, jvm_opts=["-XX:TieredStopAtLevel=1"])
+        self.bootstrap = ""
+        self.port = 0
+
+    def start(self) -> str:
+        for attempt in range(10):
+            try:
+                started = self.broker.start(port=self.port, say=lambda _: None)
+                break
+            except Exception as error:  # noqa: BLE001 - the port may linger a moment
+                if attempt == 9:
+                    raise
+                log.warning("broker start: %s; trying again", error)
+                time.sleep(1)
+        self.bootstrap = started.bootstrap
+        self.port = int(self.bootstrap.rsplit(":", 1)[1])
+        return self.bootstrap
+
+    def stop(self) -> None:
+        self.broker.stop()
+
+    def kill(self) -> None:
+        pid = self.broker.running_pid()
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+                time.sleep(0.05)
+
+
+@dataclass
+class Instance:
+    """One `logwheel run --computation NAME` process of a pipeline, on its own state dir."""
+
+    name: str
+    job: Job
+    state_dir: Path
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    starts: int = 0
+    crashes: list[str] = field(default_factory=list)
+
+    def start(self) -> None:
+        self.starts += 1
+        self.job.start()
+
+    def check(self) -> None:
+        """A process that ended without being killed is a crash: remember it, start again."""
+        proc = self.job.proc
+        if proc is not None and proc.poll() is not None and proc.returncode != -signal.SIGKILL:
+            tail = self.job.output(this_start=True)[-1500:]
+            self.crashes.append(f"{self.name} exited {proc.returncode}: {tail}")
+            self.start()
+
+
+def instance(
+    ref: str, computation: str, n: int, *, bootstrap: str, root: Path, path: Path, config: Path
+) -> Instance:
+    name = f"{computation}-{n}"
+    state = root / f"state-{ref.split(':')[0]}-{name}"
+    job = Job(
+        ref,
+        bootstrap=bootstrap,
+        state_dir=state,
+        path=path,
+        computations=[computation],
+        log=root / "logs" / f"{ref.split(':')[0]}-{name}.log",
+    )
+    job.args += ["--instance-id", name, "--config", str(config)]
+    return Instance(name, job, state)
+
+
+def instances_of(
+    unique, per_computation: int, *, bootstrap: str, root: Path, config: Path
+) -> list[Instance]:
+    """`per_computation` instances of every computation of a `tests.support.UniqueJob`."""
+    return [
+        instance(
+            f"{unique.module}:pipeline",
+            computation,
+            n,
+            bootstrap=bootstrap,
+            root=root,
+            path=root,
+            config=config,
+        )  # fmt: skip
+        for computation in unique.pipeline.computations
+        for n in range(per_computation)
+    ]
+
+
+def write_config(path: Path) -> Path:
+    lines = ["[kafka]", *(f'"{k}" = {v}' for k, v in CLIENT_SETTINGS.items())]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@dataclass
+class Done:
+    """A fault as it happened: when (s from the start), what, and what it met."""
+
+    fault: Fault
+    began: float
+    ended: float
+    note: str = ""
+
+
+class FaultInjector:
+    """Runs a schedule: broker faults one after another on their own lane, each process fault
+    on a thread of its own (one fault at a time per instance), at their times."""
+
+    def __init__(self, broker: ChaosBroker, instances: list[Instance], malformed) -> None:
+        self.broker, self.instances, self.malformed = broker, instances, malformed
+        self.done: list[Done] = []
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self.errors: list[str] = []
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    def run(self, faults: list[Fault]) -> None:
+        broker_lane = [f for f in faults if f.kind in BROKER_KINDS]
+        lane = threading.Thread(target=self._broker_lane, args=(broker_lane,), daemon=True)
+        lane.start()
+        for fault in (f for f in faults if f.kind not in BROKER_KINDS):
+            self._sleep_until(fault.at)
+            thread = threading.Thread(target=self.do, args=(fault,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        lane.join()
+        for thread in self._threads:
+            thread.join()
+
+    def _sleep_until(self, at: float) -> None:
+        time.sleep(max(0.0, at - self.now()))
+
+    def _broker_lane(self, faults: list[Fault]) -> None:
+        for fault in faults:
+            self._sleep_until(fault.at)
+            self.do(fault)
+
+    def do(self, fault: Fault) -> None:
+        began = self.now()
+        try:
+            note = self._do(fault)
+        except Exception as error:  # noqa: BLE001 - a fault that could not be done fails the run
+            note = f"failed: {error!r}"
+            self.errors.append(f"{fault}: {error!r}")
+        with self._lock:
+            self.done.append(Done(fault, began, self.now(), note))
+
+    def _do(self, fault: Fault) -> str:
+        kind = fault.kind
+        if kind == "malformed":
+            return f"{self.malformed.inject()} records"
+        if kind == "broker-stop":
+            self.broker.stop()
+            time.sleep(fault.hold)
+            self.broker.start()
+            return ""
+        if kind == "broker-kill":
+            self.broker.kill()
+            time.sleep(fault.hold)
+            self.broker.start()
+            return ""
+        target = self.instances[fault.target]
+        with target.lock:
+            target.check()
+            if kind == "sigkill":
+                target.job.kill()
+                time.sleep(fault.hold)
+                target.start()
+                return target.name
+            if kind == "sigstop":
+                target.job.signal(signal.SIGSTOP)
+                time.sleep(fault.hold)
+                target.job.signal(signal.SIGCONT)
+                return target.name
+            if kind == "wipe-state":
+                return self._wipe(target, fault.hold)
+        raise ValueError(f"unknown fault kind {kind!r}")
+
+    def _wipe(self, target: Instance, hold: float) -> str:
+        """Kill, delete the state dir, start; then SIGKILL it again while it restores (after
+        it took its partitions, before it logged the end of its restore) and start it."""
+        target.job.kill()
+        shutil.rmtree(target.state_dir, ignore_errors=True)
+        time.sleep(hold)
+        target.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and target.job.alive():
+            out = target.job.output(this_start=True)
+            if "assigned" in out:
+                break
+            time.sleep(0.02)
+        restoring = "restored" not in target.job.output(this_start=True)
+        target.job.kill()
+        target.start()
+        return f"{target.name} {'killed restoring' if restoring else 'killed after restore'}"

@@ -1,0 +1,234 @@
+"""One seeded chaos run: a broker of its own, wordcount and the windowed pipeline with two
+instances of every computation, both inputs fed at a steady rate with malformed records mixed
+in, the schedule of faults drawn from the seed, then the verifier.
+
+`python -m tests.chaos.seeded.run --seed N [--full] [--at-least-once]` replays a run by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import IsolationLevel, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from framework.status import status
+from tests.chaos.seeded.faults import (
+    CLIENT_SETTINGS,
+    ChaosBroker,
+    Done,
+    FaultInjector,
+    instances_of,
+    write_config,
+)
+from tests.chaos.seeded.schedule import KINDS, by_kind, draw
+from tests.chaos.seeded.verifier import Report, summary, verify_windows, verify_wordcount
+from tests.chaos.seeded.workload import EventsFeeder, LinesFeeder, Malformed, open_input_topics
+from tests.chaos.windows_job import BUCKET
+from tests.support import UniqueJob
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Size:
+    """How big a run is: input, pace and faults."""
+
+    lines: int
+    line_rate: int
+    windows: int
+    per_window: int
+    span: float  # seconds over which the faults are spread
+    per_kind: int
+    kinds: tuple[str, ...] = KINDS
+    instances: int = 2
+    settle_s: float = 300  # longest wait, once fed, for the pipelines to finish
+
+
+REDUCED = Size(lines=36_000, line_rate=300, windows=120, per_window=140, span=110, per_kind=10)
+FULL = Size(
+    lines=820_000, line_rate=1_400, windows=600, per_window=320, span=560, per_kind=10,
+    settle_s=1200,
+)  # fmt: skip
+
+
+@dataclass
+class Outcome:
+    seed: int
+    report: Report
+    faults: list[Done]
+    stall: float
+    line: str
+    crashes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class OutputSampler(threading.Thread):
+    """Committed end offsets of every output topic, summed, every half second: when output
+    moved again after each fault."""
+
+    def __init__(self, bootstrap: str, topics: list[str]) -> None:
+        super().__init__(daemon=True, name="output-sampler")
+        self.bootstrap = bootstrap
+        self.topics = topics
+        self.samples: list[tuple[float, int]] = []
+        self.stop = threading.Event()
+
+    def measure(self) -> int | None:
+        """The sum now, or None while the broker does not answer. A fresh admin client each
+        time: one kept across broker restarts was seen to stop answering for good."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000})
+        try:
+            meta = admin.list_topics(timeout=5).topics
+            wanted = {
+                TopicPartition(t, p): OffsetSpec.latest()
+                for t in self.topics
+                for p in meta[t].partitions
+            }
+            futures = admin.list_offsets(
+                wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=5
+            )
+            return sum(f.result(10).offset for f in futures.values())
+        except Exception:  # noqa: BLE001 - the broker is down: no figure
+            return None
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            total = self.measure()
+            if total is not None:
+                self.samples.append((time.monotonic(), total))
+
+    def longest_stall(self, times: list[float], until: float) -> float:
+        """The longest wait, over faults before `until`, from a fault to output moving on."""
+        longest = 0.0
+        for t in times:
+            if t > until:
+                continue
+            before = [n for s, n in self.samples if s <= t]
+            if not before:
+                continue
+            moved = next((s for s, n in self.samples if s > t and n > before[-1]), None)
+            if moved is not None:
+                longest = max(longest, moved - t)
+        return longest
+
+
+def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once") -> Outcome:
+    began = time.monotonic()
+    broker = ChaosBroker(root / "broker")
+    bootstrap = broker.start()
+    instances, sampler = [], None
+    try:
+        wc = UniqueJob(bootstrap, root, "jobs.wordcount:build", "wc", guarantee)
+        win = UniqueJob(
+            bootstrap, root, "tests.chaos.windows_job:build", "win", guarantee,
+            "zeitgeist.SearchQuery",
+        )  # fmt: skip
+        open_input_topics(bootstrap, [f"{wc.prefix}lines", f"{win.prefix}events"])
+        config = write_config(root / "chaos.toml")
+        for unique in (wc, win):
+            instances += instances_of(
+                unique, size.instances, bootstrap=bootstrap, root=root, config=config
+            )
+        for inst in instances:
+            inst.start()
+        outputs = [f"{wc.prefix}word-counts"]
+        outputs += [f"{win.prefix}{s}" for s in ("counts", "totals", "rollups")]
+        sampler = OutputSampler(bootstrap, outputs)
+        sampler.start()
+        base = (int(time.time() * 1000) - 3_600_000) // BUCKET * BUCKET
+        lines = LinesFeeder(bootstrap, f"{wc.prefix}lines", size.lines, size.line_rate, seed)
+        interval = size.lines / size.line_rate / size.windows
+        events = EventsFeeder(
+            win.pipeline, bootstrap, base, size.windows, size.per_window, interval, seed,
+            dict(CLIENT_SETTINGS),
+        )  # fmt: skip
+        malformed = Malformed(bootstrap, f"{wc.prefix}lines", f"{win.prefix}events", seed)
+        faults = draw(seed, size.span, size.per_kind, len(instances), kinds=size.kinds)
+        print(f"chaos seed={seed}: {len(faults)} faults over {size.span:.0f}s, "
+              f"{len(instances)} instances, logs in {root / 'logs'}", flush=True)  # fmt: skip
+        lines.start()
+        events.start()
+        injector = FaultInjector(broker, instances, malformed)
+        injector.run(faults)
+        lines.join()
+        events.join()
+        malformed.flush()
+        fed = time.monotonic()
+        for feeder in (lines, events):
+            if feeder.error is not None:
+                raise RuntimeError(f"{feeder.name} failed: {feeder.error!r}")
+        # Settled: nothing left to read and no output for three checks in a row.
+        deadline, quiet, last = time.monotonic() + size.settle_s, 0, None
+        while time.monotonic() < deadline and quiet < 3:
+            for inst in instances:
+                inst.check()
+            ends = sampler.measure()
+            still = ends is not None and ends == last
+            quiet = quiet + 1 if still and _drained([wc.pipeline, win.pipeline], bootstrap) else 0
+            last = ends
+            time.sleep(2)
+        report = Report()
+        verify_wordcount(report, bootstrap, wc.name, wc.prefix)
+        verify_windows(report, bootstrap, win.name, win.prefix)
+        times = [injector.started + d.began for d in injector.done]
+        stall = sampler.longest_stall(times, fed)
+        kinds = by_kind([d.fault for d in injector.done])
+        outcome = Outcome(
+            seed,
+            report,
+            injector.done,
+            stall,
+            summary(seed, report, kinds, stall),
+            [c for inst in instances for c in inst.crashes],
+            injector.errors,
+        )
+    finally:
+        if sampler is not None:
+            sampler.stop.set()
+        for inst in instances:
+            inst.job.signal(18) if inst.job.alive() else None  # SIGCONT, in case
+            inst.job.stop(timeout=15)
+        broker.stop()
+    outcome.seconds = time.monotonic() - began
+    return outcome
+
+
+def _drained(pipelines: list, bootstrap: str) -> bool:
+    try:
+        rows = [row for p in pipelines for row in status(p, bootstrap)]
+    except Exception:  # noqa: BLE001 - the broker is busy: not yet
+        return False
+    return all(row.consumer_lag in (0, None) for row in rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--full", action="store_true")
+    parser.add_argument("--at-least-once", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the run's directory")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="logwheel-chaos-"))
+    guarantee = "at_least_once" if args.at_least_once else "exactly_once"
+    try:
+        outcome = run_chaos(root, args.seed, FULL if args.full else REDUCED, guarantee)
+        print(outcome.line)
+        for line in outcome.report.details + outcome.crashes + outcome.errors:
+            print("  " + line[:400])
+        print(f"run time {outcome.seconds:.0f}s")
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

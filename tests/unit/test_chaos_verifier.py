@@ -1,0 +1,124 @@
+"""The seeded chaos run's schedule and verifier, without a broker: the same seed gives the same
+faults, and the verifier fails on a duplicate, a loss, a wrong value, a watermark that goes
+back, a timer fired early and a dead letter missing or with the wrong stage."""
+
+from __future__ import annotations
+
+import json
+
+from framework.serde import encoder_for
+from framework.watermarks import Mark, encode_mark
+from tests.chaos.seeded.schedule import KINDS, by_kind, draw
+from tests.chaos.seeded.verifier import (
+    Report,
+    check_dead_letters,
+    check_once,
+    check_timers,
+    classify_event,
+    classify_line,
+)
+from tests.chaos.seeded.workload import YEAR_3000_MS
+
+NOW = 1_800_000_000_000
+
+
+class Msg:
+    """The parts of a confluent_kafka.Message the verifier reads."""
+
+    def __init__(self, value, *, ts=NOW - 1000, topic="t", partition=0, offset=0, headers=None):
+        self._value, self._ts, self._headers = value, ts, headers
+        self._topic, self._partition, self._offset = topic, partition, offset
+
+    def value(self):
+        return self._value
+
+    def timestamp(self):
+        return (1, self._ts)
+
+    def topic(self):
+        return self._topic
+
+    def partition(self):
+        return self._partition
+
+    def offset(self):
+        return self._offset
+
+    def headers(self):
+        return self._headers
+
+
+def test_a_seed_gives_the_same_schedule_with_every_kind():
+    first, again = draw(7, 100, 10, 10), draw(7, 100, 10, 10)
+    assert first == again and first != draw(8, 100, 10, 10)
+    assert by_kind(first) == {kind: 10 for kind in KINDS}
+    assert [f.at for f in first] == sorted(f.at for f in first)
+    assert all(1 <= f.at <= 101 for f in first)
+
+
+def test_lines_are_judged_from_their_bytes_alone():
+    line = json.dumps({"line": "a b"}).encode()
+    assert classify_line(Msg(line), NOW) == ("ok", ["a", "b"])
+    assert classify_line(Msg(line, ts=0), NOW) == ("ok", ["a", "b"])
+    assert classify_line(Msg(line, ts=YEAR_3000_MS), NOW) == ("dlq", "produce")
+    assert classify_line(Msg(None), NOW) == ("dlq", "decode")
+    assert classify_line(Msg(b"\xff\xfe{"), NOW) == ("dlq", "decode")
+    assert classify_line(Msg(b'{"line": 42}'), NOW) == ("dlq", "process_record")
+    assert classify_line(Msg(b'"a b"'), NOW) == ("dlq", "process_record")
+    big = json.dumps({"line": "a " + "x" * 1_500_000}).encode()
+    assert classify_line(Msg(big), NOW) == ("dlq", "produce")
+
+
+def test_events_are_judged_from_their_bytes_alone():
+    encode = encoder_for("zeitgeist.SearchQuery")
+    assert classify_event(Msg(encode({"query": "q1"})), NOW) == ("ok", "q1")
+    assert classify_event(Msg(encode({"query": "q1"}), ts=YEAR_3000_MS), NOW)[1] == "produce"
+    unknown = b"\xc3\x01\xde\xad" + bytes(6) + b"\x04q1\x00\x00"
+    assert classify_event(Msg(unknown), NOW) == ("dlq", "decode")
+    assert classify_event(Msg(b'{"query": "q1"}'), NOW) == ("dlq", "decode")
+    assert classify_event(Msg(None), NOW) == ("dlq", "decode")
+
+
+def test_each_output_once_with_its_value():
+    report = Report()
+    check_once(report, "x", {"a": 1, "b": 2}, [("a", 1), ("b", 2)])
+    assert report.ok
+    report = Report()
+    check_once(report, "x", {"a": 1, "b": 2, "c": 3}, [("a", 1), ("a", 1), ("b", 5), ("d", 1)])
+    assert (report.duplicated, report.lost, report.wrong) == (1, 1, 2) and not report.ok
+
+
+def _dead_letter(offset: int, stage: str, reason: str = "DecodeError: not JSON") -> Msg:
+    headers = [
+        ("logwheel.source.topic", b"in"),
+        ("logwheel.source.partition", b"0"),
+        ("logwheel.source.offset", str(offset).encode()),
+        ("logwheel.error.stage", stage.encode()),
+        ("logwheel.error", reason.encode()),
+    ]
+    return Msg(b"x", headers=headers)
+
+
+def test_every_bad_record_once_in_the_dead_letters_with_its_stage():
+    expected = {(0, 1): "decode", (0, 2): "produce"}
+    report = Report()
+    check_dead_letters(
+        report, [_dead_letter(1, "decode"), _dead_letter(2, "produce")], expected, "in"
+    )
+    assert report.ok and report.dead_letters == 2
+    report = Report()
+    dlq = [_dead_letter(1, "process_record"), _dead_letter(3, "decode")]
+    check_dead_letters(report, dlq, expected, "in")
+    assert report.dead_letters_bad_reason == 1
+    assert report.dead_letters_missing == 1 and report.dead_letters_unexpected == 1
+
+
+def test_a_timer_fired_before_its_watermark_is_caught():
+    output = Msg(json.dumps({"key": "k", "window": 1000, "total": 3}).encode(), topic="o", offset=5)
+    late_enough = Mark("count/task/2", 0, False, {("o", 0): 5}, input_watermark=2000)
+    too_early = Mark("count/task/2", 0, False, {("o", 0): 7}, input_watermark=1999)
+    for mark, early in ((late_enough, 0), (too_early, 1)):
+        assert encode_mark(mark)  # a mark the runtime could have written
+        report = Report()
+        check_timers(report, [output], 1000, {"k": 2}, {"count/task/2": [mark]}, "count")
+        assert (report.timers_checked, report.timers_early) == (1, early)

@@ -1,0 +1,152 @@
+"""The runner outlives a broker that is down or restarting: starting and rejoining wait for it
+instead of ending the process (found by the seeded chaos run: a process restarted during a
+broker restart died in `create_topics` with a transport error)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+import framework.runner as runner_module
+from framework import Computation, Pipeline
+from framework.kafka import unreachable
+from framework.runner import Runner
+
+
+class Noop(Computation):
+    def process_record(self, ctx, record):
+        pass
+
+
+def _pipeline() -> Pipeline:
+    return Pipeline("p").source("in").computation("c", Noop, inputs={"in": None})
+
+
+def _down() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+
+
+def test_unreachable_tells_a_passing_outage_from_a_real_error():
+    assert unreachable(_down())
+    assert unreachable(KafkaException(KafkaError(KafkaError.NOT_COORDINATOR)))
+    assert unreachable(KafkaException(KafkaError(KafkaError._DESTROY_BROKER)))
+    assert unreachable(TimeoutError("topics have no partition leaders"))
+    assert not unreachable(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
+    assert not unreachable(KafkaException(KafkaError(KafkaError._TRANSPORT, fatal=True)))
+    assert not unreachable(ValueError("bad config"))
+
+
+class FakeMember:
+    """Stands in for a group membership: counts joins, ends the run on the last."""
+
+    joins = 0
+    fail_joins = 0
+    fail_runs = 0
+
+    def __init__(self, runner, partitions, instance):
+        if FakeMember.fail_joins:
+            FakeMember.fail_joins -= 1
+            raise _down()
+        FakeMember.joins += 1
+
+    def run(self, stop):
+        if FakeMember.fail_runs:
+            FakeMember.fail_runs -= 1
+            raise _down()
+        stop.set()
+
+    def close(self, clean):
+        pass
+
+
+def test_start_and_rejoin_wait_for_the_broker(tmp_path, monkeypatch):
+    starts = {"failures": 2, "calls": 0}
+
+    def create_topics(*args, **kwargs):
+        starts["calls"] += 1
+        if starts["failures"]:
+            starts["failures"] -= 1
+            raise _down()
+
+    monkeypatch.setattr(runner_module, "create_topics", create_topics)
+    monkeypatch.setattr(Runner, "_partition_counts", lambda self: {"in": 4})
+    monkeypatch.setattr(runner_module, "Member", FakeMember)
+    monkeypatch.setattr(runner_module.time, "sleep", lambda s: None)
+    FakeMember.joins, FakeMember.fail_joins, FakeMember.fail_runs = 0, 2, 1
+    stop = threading.Event()
+    waits = []
+    monkeypatch.setattr(stop, "wait", lambda s: waits.append(s))
+
+    Runner(_pipeline(), "c", bootstrap="127.0.0.1:1", state_dir=tmp_path).run(stop)
+
+    assert starts["calls"] == 3  # two transport failures, then started
+    assert FakeMember.joins == 2  # a membership ended by the outage, then the next one
+    assert len(waits) == 4  # waited after each failed start and each failed join
+
+
+def test_other_errors_still_end_the_process(tmp_path, monkeypatch):
+    def create_topics(*args, **kwargs):
+        raise KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
+
+    monkeypatch.setattr(runner_module, "create_topics", create_topics)
+    with pytest.raises(KafkaException):
+        Runner(_pipeline(), "c", bootstrap="127.0.0.1:1", state_dir=tmp_path).run(threading.Event())
+
+
+def test_a_failed_attempt_leaves_no_client_behind(tmp_path):
+    """The clients a failed join made (a transactional producer still initializing) are gone
+    before the next attempt, or they would fence it."""
+    import weakref
+
+    class Client:
+        pass
+
+    made = []
+
+    def attempt():
+        client = Client()
+        made.append(weakref.ref(client))
+        if len(made) == 1:
+            client.cycle = client  # as a traceback's frames keep a failed __init__'s self
+            raise _down()
+        assert made[0]() is None, "the first attempt's client is still alive"
+        return client
+
+    stop = threading.Event()
+    stop.wait = lambda s: None
+    runner = Runner(_pipeline(), "c", bootstrap="127.0.0.1:1", state_dir=tmp_path)
+    assert isinstance(runner._retrying(stop, "joining", attempt), Client)
+
+
+class Recorder:
+    def __init__(self, calls: list, name: str) -> None:
+        self.calls, self.name = calls, name
+
+    def __getattr__(self, method):
+        return lambda *a, **k: self.calls.append(f"{self.name}.{method}")
+
+
+def _member(calls: list):
+    member = object.__new__(runner_module.Member)
+    member.spec = _pipeline()["c"]
+    member.committer = Recorder(calls, "committer")
+    member.consumer = Recorder(calls, "consumer")
+    member.tasks = Recorder(calls, "tasks")
+    member.channels = Recorder(calls, "channels")
+    member.restorer = type("R", (), {"consumer": Recorder(calls, "restorer")})()
+    member.collector = type("C", (), {"producer": Recorder(calls, "producer")})()
+    return member
+
+
+def test_an_unclean_close_leaves_the_producer_alone():
+    """A membership ended by a fence or an outage aborts and never flushes its producer (a
+    fenced producer's delivery reports failed inside confluent-kafka and ended the process);
+    a clean close delivers what is in flight."""
+    calls: list[str] = []
+    _member(calls).close(clean=False)
+    assert "committer.abandon" in calls and not any(c.startswith("producer.") for c in calls)
+    calls.clear()
+    _member(calls).close(clean=True)
+    assert calls[-1] == "producer.flush"
