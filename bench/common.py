@@ -313,6 +313,36 @@ def wait_until(
     return True
 
 
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants (Linux /proc)."""
+    found, stack = [], [pid]
+    while stack:
+        p = stack.pop()
+        found.append(p)
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                stack += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """Peak resident memory (VmHWM) of a process and its descendants, summed, in MB (Linux
+    /proc; None elsewhere)."""
+    if not Path(f"/proc/{pid}/status").exists():
+        return None
+    total = 0
+    for p in _tree(pid):
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total / 1024
+
+
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU time so far of a process and its descendants, all threads (Linux
     /proc; None elsewhere)."""

@@ -17,9 +17,15 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent / ".logwheel" / "bench"
-PINS = {"quix": ["quixstreams==3.28.1"]}
+PINS = {
+    "quix": ["quixstreams==3.28.1"],
+    "faust": ["faust-streaming==0.15.3", "rocksdict==0.3.29", "cramjam==2.11.0"],  # lz4 inputs
+}
 """Each peer's packages, pinned (the newest release when the benchmark was written)."""
-PROGRAMS = {"quix": BENCH / "peers" / "quix_count_words.py"}
+PROGRAMS = {
+    "quix": BENCH / "peers" / "quix_count_words.py",
+    "faust": BENCH / "peers" / "faust_count_words.py",
+}
 
 
 def wanted() -> bool:
