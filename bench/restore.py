@@ -90,16 +90,18 @@ def measure(ws: common.Workspace, keys: list[str], contender: str) -> dict:
         outputs.close()
         gate.close()
     restored = sum(1 for key in probes if (counts.get(key.encode()) or {}).get("count") == 3)
-    restore = max(cold - warm, 1e-3)
+    restore = cold - warm if cold > warm else None  # None: within the noise of a restart
     return {
         "contender": contender,
         "keys": len(keys),
         "warm_restart_s": warm,  # state kept: startup, group join, first outputs
         "cold_restart_s": cold,  # state deleted: the same plus restoring it
         "restore_s": restore,
-        "keys_per_s": len(keys) / restore,
+        "keys_per_s": len(keys) / restore if restore else None,
         "cpu_us_per_key": (
-            None if None in (cold_cpu, warm_cpu) else (cold_cpu - warm_cpu) / len(keys) * 1e6
+            None
+            if None in (cold_cpu, warm_cpu)
+            else max(0.0, cold_cpu - warm_cpu) / len(keys) * 1e6
         ),
         "peak_rss_mb": rss,
         "probes": len(probes),
