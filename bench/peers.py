@@ -71,12 +71,12 @@ def kafka_streams() -> list[str]:
     return ["java", "-cp", classpath, "logwheel.bench.CountWords"]
 
 
-def command(peer: str, **options: str) -> list[str]:
-    """The command line of `peer`'s CountWords program with `--NAME VALUE` options (Kafka
-    Streams': the values alone, in the order given)."""
+def command(peer: str, program: Path | None = None, **options: str) -> list[str]:
+    """The command line of `peer`'s CountWords program (or `program`, run by the peer's
+    interpreter) with `--NAME VALUE` options (Kafka Streams': the values alone, in order)."""
     if peer == "kafka-streams":
         return kafka_streams() + list(options.values())
-    args = [str(python(peer)), str(PROGRAMS[peer])]
+    args = [str(python(peer)), str(program or PROGRAMS[peer])]
     for name, value in options.items():
         args += [f"--{name.replace('_', '-')}", value]
     return args
