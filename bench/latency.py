@@ -267,6 +267,7 @@ def pool(contender: str, rate: float, attempts: list[dict]) -> dict:
             entry[hop] = {k: s[k] for k in ("p50", "p95", "p99", "records")}
         per_attempt.append(entry)
     return {
+        "delays_ms": [round(d, 2) for a in attempts for d in a["output"]["delays"]],  # plots
         "system": system or "logwheel",
         "guarantee": guarantee,
         "rate": rate,

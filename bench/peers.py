@@ -19,6 +19,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent / ".logwheel" / "bench"
 PINS = {
     "quix": ["quixstreams==3.28.1"],
+    "plots": ["matplotlib==3.11.2"],  # bench/plots.py: PNGs, never a logwheel dependency
     "faust": ["faust-streaming==0.15.3", "rocksdict==0.3.29", "cramjam==2.11.0"],  # lz4 inputs
 }
 """Each peer's packages, pinned (the newest release when the benchmark was written)."""

@@ -62,9 +62,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--commit-interval-ms", type=int, help="Runner(commit_interval_ms=...)")
     parser.add_argument("--max-batch", type=int, help="Runner(max_batch=...)")
+    parser.add_argument(
+        "--kafka",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a client setting passed through (as [kafka] in --config), repeatable",
+    )
     args = parser.parse(argv)
     out = args.out or common.RESULTS / "profile.pstats"
     tuning = {k: v for k in ("commit_interval_ms", "max_batch") if (v := getattr(args, k))}
+    if args.kafka:
+        tuning["kafka"] = dict(item.split("=", 1) for item in args.kafka)
     profiler = cProfile.Profile()
     stop = threading.Event() if args.no_profile else ProfiledStop(profiler)
     failure: list[BaseException] = []

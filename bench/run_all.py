@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import re
+import subprocess
 import sys
 import time
 import traceback
@@ -27,6 +28,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH), str(BENCH.parent)]
+import peers  # noqa: E402
 import summary  # noqa: E402
 
 from framework.broker import bootstrap_from  # noqa: E402
@@ -70,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"== {name}: {'FAILED' if code else 'done'} in {time.monotonic() - started:.1f}s\n")
     elapsed = time.monotonic() - began
     print(summary.summarize(names, args.quick, round(elapsed, 1)))
+    plots = [str(peers.python("plots")), str(BENCH / "plots.py"), str(summary.common.RESULTS)]
+    try:
+        subprocess.run(plots + (["--quick"] if args.quick else []), check=True)
+    except (OSError, subprocess.CalledProcessError) as error:  # figures are extra: say so
+        print(f"plots: not drawn ({error})", file=sys.stderr)
     print(
         f"{len(names)} benchmark(s) in {elapsed:.1f}s"
         + (f"; failed: {', '.join(failed)}" if failed else "")
