@@ -14,10 +14,10 @@ as for logwheel.
 
 from __future__ import annotations
 
-import argparse
 import bisect
 
-from quixstreams import Application, State
+from quix_app import application
+from quixstreams import State
 
 KEEP = 32
 
@@ -31,18 +31,7 @@ def bucket_sort(value: dict, state: State) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    for name in ("bootstrap", "input", "output", "group", "state-dir", "guarantee"):
-        parser.add_argument(f"--{name}", required=True)
-    args = parser.parse_args()
-    app = Application(
-        broker_address=args.bootstrap,
-        consumer_group=args.group,
-        auto_offset_reset="earliest",
-        processing_guarantee=args.guarantee,
-        state_dir=args.state_dir,
-        consumer_extra_config={"isolation.level": "read_committed"},
-    )
+    app, args = application(__doc__)
     numbers = app.topic(args.input, value_deserializer="json", key_deserializer="str")
     sorted_ = app.topic(args.output, value_serializer="json", key_serializer="str")
     sdf = app.dataframe(numbers).group_by(lambda value: str(value["bucket"]), name="bucket")
