@@ -319,12 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs of each, interleaved; percentiles pooled"
     )
-    parser.add_argument(
-        "--peers",
-        action="store_true",
-        default=peers.wanted(),
-        help="Quix Streams at the same rate beside logwheel (default: LOGWHEEL_BENCH_PEERS)",
-    )
+    peers.add_option(parser, "Quix Streams at the same rate beside logwheel")
     args = parser.parse(argv)
     guarantees = args.guarantee or list(GUARANTEES)
     guarantees += [f"quix {g}" for g in guarantees] if args.peers else []

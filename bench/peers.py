@@ -9,6 +9,7 @@ creating a virtualenv needs the package index and a minute.
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -32,6 +33,16 @@ PROGRAMS = {
 def wanted() -> bool:
     """Whether peers are measured by default (LOGWHEEL_BENCH_PEERS=1)."""
     return os.environ.get("LOGWHEEL_BENCH_PEERS", "") not in ("", "0")
+
+
+def add_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--peers`: also measure `what`, default LOGWHEEL_BENCH_PEERS."""
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        default=wanted(),
+        help=f"{what} (default: LOGWHEEL_BENCH_PEERS)",
+    )
 
 
 def python(peer: str) -> Path:

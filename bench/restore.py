@@ -111,12 +111,7 @@ def measure(ws: common.Workspace, keys: list[str], contender: str) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = common.Arguments("restore of a 1M-key store from its changelog", FULL, QUICK)
-    parser.add_argument(
-        "--peers",
-        action="store_true",
-        default=peers.wanted(),
-        help="Quix Streams beside logwheel (default: LOGWHEEL_BENCH_PEERS)",
-    )
+    peers.add_option(parser, "Quix Streams beside logwheel")
     args = parser.parse(argv)
     keys = scaling.distinct_keys(args.keys)
     print(f"restore: {args.keys} keys, on {args.bootstrap}")

@@ -73,12 +73,7 @@ def table(rows: Sequence[dict], extra: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = common.Arguments("count-words CPU per record by input size and key count", FULL, QUICK)
-    parser.add_argument(
-        "--peers",
-        action="store_true",
-        default=peers.wanted(),
-        help="Quix Streams beside logwheel at high cardinality (default: LOGWHEEL_BENCH_PEERS)",
-    )
+    peers.add_option(parser, "Quix Streams beside logwheel at high cardinality")
     args = parser.parse(argv)
     print(f"scaling: the count-words stage up to {args.records} records, on {args.bootstrap}")
     logwheel = LOGWHEEL[:1] if args.quick else LOGWHEEL  # quick (make test): the path runs

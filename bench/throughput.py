@@ -378,12 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=[c for c in CONTENDERS if c != BARE],
         help="measure only these logwheel contenders (repeatable); the bare loop always runs",
     )
-    parser.add_argument(
-        "--peers",
-        action="store_true",
-        default=peers.wanted(),
-        help="also the peers, each in a virtualenv of its own (default: LOGWHEEL_BENCH_PEERS)",
-    )
+    peers.add_option(parser, "also the peers, each in a virtualenv of its own")
     args = parser.parse(argv)
     contenders = [BARE] + [c for c in (args.contender or CONTENDERS) if c != BARE]
     contenders += list(PEERS) if args.peers else []
