@@ -14,11 +14,13 @@ import math
 import os
 import platform
 import shutil
+import socket
 import statistics
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -287,6 +289,43 @@ class Worker(threading.Thread):
         raise NotImplementedError
 
 
+class Scraper(Worker):
+    """Scrapes a process's Prometheus endpoint every `interval` seconds while in a `with`
+    block, as Prometheus would (more often than its 15 s default), so that serving metrics is
+    paid for in a measurement. Until the endpoint answers, a failed scrape is not an error."""
+
+    def __init__(self, port: int | str, interval: float = 1.0) -> None:
+        super().__init__()
+        self.url, self.interval, self.scrapes = f"http://127.0.0.1:{port}/metrics", interval, 0
+
+    def work(self) -> None:
+        while not self.stop.wait(self.interval):
+            try:
+                with urllib.request.urlopen(self.url, timeout=5) as response:
+                    response.read()
+                self.scrapes += 1
+            except OSError:
+                if self.scrapes:
+                    raise
+
+    def __enter__(self) -> Scraper:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.join()
+        if self.error is not None:
+            raise RuntimeError(f"scraping {self.url} failed: {self.error!r}")
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a process to listen on)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def check(job: Job, *workers: Worker, deadline: float = math.inf, what: str = "") -> None:
     """Raise if a worker failed, the job exited, or `deadline` (monotonic) has passed."""
     for worker in workers:
@@ -311,6 +350,36 @@ def wait_until(
         check(job, *workers, deadline=deadline)
         time.sleep(0.05)
     return True
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants (Linux /proc)."""
+    found, stack = [], [pid]
+    while stack:
+        p = stack.pop()
+        found.append(p)
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                stack += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """Peak resident memory (VmHWM) of a process and its descendants, summed, in MB (Linux
+    /proc; None elsewhere)."""
+    if not Path(f"/proc/{pid}/status").exists():
+        return None
+    total = 0
+    for p in _tree(pid):
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total / 1024
 
 
 def cpu_seconds(pid: int) -> float | None:

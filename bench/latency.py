@@ -53,7 +53,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import common  # noqa: E402
+from bench import common, peers  # noqa: E402
 from framework import Computation, Pipeline, key_by  # noqa: E402
 from framework.collector import ID_HEADER  # noqa: E402
 from framework.kafka import producer_config  # noqa: E402
@@ -64,6 +64,7 @@ QUICK_ARGS = ["--quick"]
 FULL = {"rate": 300.0, "duration": 20.0, "warmup": 5.0}
 QUICK = {"rate": 200.0, "duration": 5.0, "warmup": 2.0}
 GUARANTEES = ("at_least_once", "exactly_once")
+PARTITIONS = 4
 PAPER = {  # MillWheel §8.1, ms: without / with strong productions and exactly-once
     "at_least_once": {"p50": 3.6, "p95": 30.0},
     "exactly_once": {"p50": 33.7, "p95": 93.8},
@@ -166,16 +167,41 @@ class Reader(common.Worker):
             self.consumer.close()
 
 
-def measure(args, ws: common.Workspace, guarantee: str, attempt: int) -> dict:
-    """One run under one guarantee: startup, CPU and load, and per hop the delays (ms) of
-    the measured records that arrived, how many did not, and duplicates."""
-    name = f"{ws.run}-{guarantee.replace('_', '-')}-{attempt}"
+def quix_job(ws: common.Workspace, name: str, source: str, output: str, guarantee: str):
+    """bench/peers/quix_bucket_sort.py as a job over `source` and `output` (created here)."""
+    ws.create_topics([source, output], PARTITIONS)
+    ws.groups.append(name)
+    state = ws.dir / f"state-{name}"
+    job = common.Job("quix", bootstrap=ws.bootstrap, state_dir=state, path=ws.dir)
+    job.args = peers.command(
+        "quix",
+        program=common.BENCH / "peers" / "quix_bucket_sort.py",
+        bootstrap=ws.bootstrap,
+        input=source,
+        output=output,
+        group=name,
+        state_dir=str(state),
+        guarantee=guarantee.replace("_", "-"),
+    )
+    return job
+
+
+def measure(args, ws: common.Workspace, contender: str, attempt: int) -> dict:
+    """One run of one contender (a guarantee, or "quix <guarantee>"): startup, CPU and load,
+    and per hop the delays (ms) of the measured records that arrived, how many did not, and
+    duplicates. Quix's repartition topic is its own: its `by-key` hop is not followed."""
+    system, _, guarantee = contender.rpartition(" ")
+    name = f"{ws.run}-{contender.replace('_', '-').replace(' ', '-')}-{attempt}"
     source, output = f"{name}-numbers", f"{name}-sorted"
-    pipeline = ws.pipeline("bench.latency:build", name, source, output, guarantee)
-    job = ws.job(pipeline, COMPUTATION)
-    by_key = pipeline[COMPUTATION].by_key(source)
+    topics = {"source": source, "output": output}
+    if system == "quix":
+        job = quix_job(ws, name, source, output, guarantee)
+    else:
+        pipeline = ws.pipeline("bench.latency:build", name, source, output, guarantee)
+        job = ws.job(pipeline, COMPUTATION)
+        topics["by-key"] = pipeline[COMPUTATION].by_key(source)
     sender = Sender(ws.bootstrap, source, args.rate)
-    reader = Reader(ws.bootstrap, {"source": source, "by-key": by_key, "output": output})
+    reader = Reader(ws.bootstrap, topics)
     reader.start()
     try:
         launched = time.monotonic()
@@ -200,12 +226,14 @@ def measure(args, ws: common.Workspace, guarantee: str, attempt: int) -> dict:
         job.stop()
         reader.stop.set()
         reader.join(30)
+        if system == "quix":  # its internal topics, named by its rules
+            ws.topics += [t for t in ws.admin.list_topics(timeout=30).topics if name in t]
     result = {
         "startup_s": startup,  # process start until its first output was readable
         "cpu_pct": float("nan") if cpu0 is None else 100 * (cpu1 - cpu0) / (t1 - t0),
         "load": load,  # the machine's 1-minute load average at the end of the window
     }
-    for hop in HOPS:
+    for hop in (h for h in HOPS if h in topics):
         seen, dups = reader.seen[hop], reader.duplicates[hop]
         delays = [(seen[s] - sender.sent[s]) / 1000 for s in measured if s in seen]
         result[hop] = {
@@ -227,22 +255,26 @@ def hop_stats(attempts: list[dict], hop: str) -> dict:
     }
 
 
-def pool(guarantee: str, rate: float, attempts: list[dict]) -> dict:
+def pool(contender: str, rate: float, attempts: list[dict]) -> dict:
     """One row over every attempt: percentiles of all their records together."""
+    system, _, guarantee = contender.rpartition(" ")
+    hops = [h for h in HOPS if h in attempts[0]]
     per_attempt = []
     for a in attempts:
         entry = {k: a[k] for k in ("startup_s", "cpu_pct", "load")}
-        for hop in HOPS:
+        for hop in hops:
             s = hop_stats([a], hop)
             entry[hop] = {k: s[k] for k in ("p50", "p95", "p99", "records")}
         per_attempt.append(entry)
     return {
+        "delays_ms": [round(d, 2) for a in attempts for d in a["output"]["delays"]],  # plots
+        "system": system or "logwheel",
         "guarantee": guarantee,
         "rate": rate,
         "startup_s": statistics.median(a["startup_s"] for a in attempts),
         "cpu_pct": statistics.mean(a["cpu_pct"] for a in attempts),  # % of one core
         "load": statistics.mean(a["load"] for a in attempts),
-        "hops": {hop: hop_stats(attempts, hop) for hop in HOPS},
+        "hops": {hop: hop_stats(attempts, hop) for hop in hops},
         "attempts": per_attempt,
     }
 
@@ -256,7 +288,7 @@ def describe(a: dict) -> str:
     )
 
 
-COLUMNS = [("guarantee", -14), ("hop", -7), ("records", 7), ("p50 ms", 7), ("p95 ms", 7)]
+COLUMNS = [("contender", -22), ("hop", -7), ("records", 7), ("p50 ms", 7), ("p95 ms", 7)]
 COLUMNS += [("p99 ms", 7), ("max ms", 7), ("paper p50/p95", 13), ("x p50", 6), ("x p95", 6)]
 COLUMNS += [("cpu %", 6), ("load", 5)]
 
@@ -265,7 +297,8 @@ def table(rows: Sequence[dict]) -> str:
     lines = []
     for r in rows:
         for hop, s in r["hops"].items():
-            cells = [r["guarantee"], hop, s["records"]]
+            system = "" if r["system"] == "logwheel" else f"{r['system']} "
+            cells = [system + r["guarantee"], hop, s["records"]]
             cells += [f"{s[k]:.1f}" for k in ("p50", "p95", "p99", "max")]
             if hop == "output":
                 p = PAPER[r["guarantee"]]
@@ -286,8 +319,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs of each, interleaved; percentiles pooled"
     )
+    peers.add_option(parser, "Quix Streams at the same rate beside logwheel")
     args = parser.parse(argv)
     guarantees = args.guarantee or list(GUARANTEES)
+    guarantees += [f"quix {g}" for g in guarantees] if args.peers else []
 
     print(
         f"latency: {COMPUTATION} (key_by -> .by-key -> state -> output) at {args.rate:g} "

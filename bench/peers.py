@@ -9,6 +9,7 @@ creating a virtualenv needs the package index and a minute.
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -17,14 +18,31 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent / ".logwheel" / "bench"
-PINS = {"quix": ["quixstreams==3.28.1"]}
+PINS = {
+    "quix": ["quixstreams==3.28.1"],
+    "plots": ["matplotlib==3.11.2"],  # bench/plots.py: PNGs, never a logwheel dependency
+    "faust": ["faust-streaming==0.15.3", "rocksdict==0.3.29", "cramjam==2.11.0"],  # lz4 inputs
+}
 """Each peer's packages, pinned (the newest release when the benchmark was written)."""
-PROGRAMS = {"quix": BENCH / "peers" / "quix_count_words.py"}
+PROGRAMS = {
+    "quix": BENCH / "peers" / "quix_count_words.py",
+    "faust": BENCH / "peers" / "faust_count_words.py",
+}
 
 
 def wanted() -> bool:
     """Whether peers are measured by default (LOGWHEEL_BENCH_PEERS=1)."""
     return os.environ.get("LOGWHEEL_BENCH_PEERS", "") not in ("", "0")
+
+
+def add_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--peers`: also measure `what`, default LOGWHEEL_BENCH_PEERS."""
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        default=wanted(),
+        help=f"{what} (default: LOGWHEEL_BENCH_PEERS)",
+    )
 
 
 def python(peer: str) -> Path:
@@ -65,12 +83,12 @@ def kafka_streams() -> list[str]:
     return ["java", "-cp", classpath, "logwheel.bench.CountWords"]
 
 
-def command(peer: str, **options: str) -> list[str]:
-    """The command line of `peer`'s CountWords program with `--NAME VALUE` options (Kafka
-    Streams': the values alone, in the order given)."""
+def command(peer: str, program: Path | None = None, **options: str) -> list[str]:
+    """The command line of `peer`'s CountWords program (or `program`, run by the peer's
+    interpreter) with `--NAME VALUE` options (Kafka Streams': the values alone, in order)."""
     if peer == "kafka-streams":
         return kafka_streams() + list(options.values())
-    args = [str(python(peer)), str(PROGRAMS[peer])]
+    args = [str(python(peer)), str(program or PROGRAMS[peer])]
     for name, value in options.items():
         args += [f"--{name.replace('_', '-')}", value]
     return args

@@ -6,7 +6,7 @@ on one record per partition, and only then is the profiler switched on — in th
 thread, by the stop event the runner polls every loop — and the input committed. Profiling
 ends when every output is readable, so startup and shutdown stay out of the figures.
 
-    python bench/profile_runner.py [--records N] [--guarantee at_least_once] [--top 30]
+    python bench/profile_runner.py [--records N] [--guarantee at_least_once] [--distinct] [--top 30]
 
 Not run by run_all.py (it defines no QUICK_ARGS): a tool for whoever tunes the runtime.
 """
@@ -55,13 +55,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--top", type=int, default=30, help="rows of each listing")
     parser.add_argument(
+        "--distinct", action="store_true", help="every record a key of its own (high cardinality)"
+    )
+    parser.add_argument(
         "--no-profile", action="store_true", help="only time the in-process run (no cProfile)"
     )
     parser.add_argument("--commit-interval-ms", type=int, help="Runner(commit_interval_ms=...)")
     parser.add_argument("--max-batch", type=int, help="Runner(max_batch=...)")
+    parser.add_argument(
+        "--kafka",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a client setting passed through (as [kafka] in --config), repeatable",
+    )
     args = parser.parse(argv)
     out = args.out or common.RESULTS / "profile.pstats"
     tuning = {k: v for k in ("commit_interval_ms", "max_batch") if (v := getattr(args, k))}
+    if args.kafka:
+        tuning["kafka"] = dict(item.split("=", 1) for item in args.kafka)
     profiler = cProfile.Profile()
     stop = threading.Event() if args.no_profile else ProfiledStop(profiler)
     failure: list[BaseException] = []
@@ -88,7 +100,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             except BaseException as error:  # noqa: BLE001 - reported by the main thread
                 failure.append(error)
 
-        gate = throughput.Gate(args.bootstrap, source, throughput.zipf_words(args.records))
+        words = (
+            [f"k{i:07d}" for i in range(args.records)]
+            if args.distinct
+            else throughput.zipf_words(args.records)
+        )
+        gate = throughput.Gate(args.bootstrap, source, words)
         outputs = throughput.Outputs(args.bootstrap, output)
         thread = threading.Thread(target=target, name="runner")
         try:

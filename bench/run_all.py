@@ -9,7 +9,9 @@ of its reduced run in tests/integration/test_bench.py).
 
 The bootstrap address is resolved once (--bootstrap, else LOGWHEEL_BOOTSTRAP, else the
 embedded broker, started if needed) and passed to every benchmark as `--bootstrap`. Each writes
-its figures to bench/results/. The exit code is non-zero if any benchmark failed.
+its figures to bench/results/<name>[.quick].json; at the end bench/summary.py gathers them in
+bench/results/latest[.quick].json and prints Markdown tables. The exit code is non-zero if any
+benchmark failed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import re
+import subprocess
 import sys
 import time
 import traceback
@@ -25,6 +28,9 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH), str(BENCH.parent)]
+import peers  # noqa: E402
+import summary  # noqa: E402
+
 from framework.broker import bootstrap_from  # noqa: E402
 
 
@@ -53,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in names:
         module = importlib.import_module(name)
         bench_argv = [*(module.QUICK_ARGS if args.quick else []), "--bootstrap", bootstrap]
+        bench_argv += ["--out", str(summary.results_file(name, args.quick))]
         print(f"== {name} {' '.join(bench_argv)}", flush=True)
         started = time.monotonic()
         try:
@@ -63,8 +70,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code:
             failed.append(name)
         print(f"== {name}: {'FAILED' if code else 'done'} in {time.monotonic() - started:.1f}s\n")
+    elapsed = time.monotonic() - began
+    print(summary.summarize(names, args.quick, round(elapsed, 1)))
+    plots = [str(peers.python("plots")), str(BENCH / "plots.py"), str(summary.common.RESULTS)]
+    try:
+        subprocess.run(plots + (["--quick"] if args.quick else []), check=True)
+    except (OSError, subprocess.CalledProcessError) as error:  # figures are extra: say so
+        print(f"plots: not drawn ({error})", file=sys.stderr)
     print(
-        f"{len(names)} benchmark(s) in {time.monotonic() - began:.1f}s"
+        f"{len(names)} benchmark(s) in {elapsed:.1f}s"
         + (f"; failed: {', '.join(failed)}" if failed else "")
     )
     return 1 if failed else 0

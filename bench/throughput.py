@@ -11,6 +11,8 @@ after the other on the same broker in the same run, each over its own copy of th
 - `logwheel exactly_once` / `logwheel at_least_once`: `logwheel run` (tests.support.Job) of a
   pipeline holding only CountWords: decode JSON, count per key in state, encode Avro
   `wordcount.WordCount`, write the changelog, commit;
+- `logwheel exactly_once +metrics`: the same with `--metrics-port`, its endpoint scraped once a
+  second while it runs (issue 10: within 3% of exactly_once without);
 - peers, with `--peers` or LOGWHEEL_BENCH_PEERS=1 (make bench sets it), each in a pinned
   virtualenv of its own (bench/peers.py): `quix exactly_once` / `quix at_least_once`,
   bench/peers/quix_count_words.py, the same count per word in Quix Streams' RocksDB state with
@@ -68,7 +70,7 @@ from framework.kafka import producer_config  # noqa: E402
 from jobs.wordcount import CountWords  # noqa: E402
 from tests.support import Job, unique_name  # noqa: E402
 
-FULL = {"records": 200_000, "repeat": 3}
+FULL = {"records": 1_000_000, "repeat": 3}
 QUICK = {"records": 20_000, "repeat": 1}
 QUICK_ARGS = ["--quick"]
 """What `bench/run_all.py --quick` passes: a reduced run."""
@@ -79,14 +81,19 @@ CONTENDERS = {
     "bare loop": "bare",
     "logwheel exactly_once": "exactly_once",
     "logwheel at_least_once": "at_least_once",
+    "logwheel exactly_once +metrics": "exactly_once+metrics",
 }
 PEERS = {
     "quix exactly_once": ("quix", "exactly-once"),
     "quix at_least_once": ("quix", "at-least-once"),
     "kafka-streams exactly_once": ("kafka-streams", "exactly_once_v2"),
     "kafka-streams at_least_once": ("kafka-streams", "at_least_once"),
+    "faust at_least_once": ("faust", "at_least_once"),
 }
 """Peers (bench/peers.py), measured with --peers or LOGWHEEL_BENCH_PEERS=1."""
+SHORTER = {"faust at_least_once": 10}
+"""Contenders about 20x slower than the rest read 1/N of the input (the first records), so
+that a full run stays within make bench's time: per-record figures stay comparable."""
 BARE = "bare loop"
 DRAIN_S = 1.0  # after the last expected output, how long duplicates are looked for
 RUN_TIMEOUT_S = 600.0
@@ -159,6 +166,8 @@ class Outputs:
         self.consumer = common.follow(bootstrap, [topic], **{"fetch.wait.max.ms": 10})
         self.seen = 0
         self.per_key: collections.Counter[bytes | None] = collections.Counter()
+        self.watch: set[bytes] = set()  # keys whose last value is kept (`last_values`)
+        self.values: dict[bytes, bytes | None] = {}
 
     def wait(self, count: int, timeout: float, healthy: Callable[[], None]) -> float | None:
         """Read until `count` records in all (`healthy` raises if the contender failed);
@@ -176,8 +185,14 @@ class Outputs:
     def _read(self, timeout: float) -> int:
         msgs = common.records(self.consumer.consume(10_000, timeout))
         self.per_key.update(m.key() for m in msgs)
+        if self.watch:
+            self.values.update((m.key(), m.value()) for m in msgs if m.key() in self.watch)
         self.seen += len(msgs)
         return len(msgs)
+
+    def last_values(self, decode: Callable[[bytes | None], object]) -> dict[bytes, object]:
+        """The last value read of each watched key, decoded."""
+        return {key: decode(value) for key, value in self.values.items()}
 
     def verify(self, words: Sequence[str]) -> dict[str, int]:
         """Read on for `DRAIN_S`, then compare the outputs per word with the input: one output
@@ -202,11 +217,10 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
         peer, guarantee = kind.split(":")[1:]
         ws.create_topics([source, output], PARTITIONS)
         ws.groups.append(name)
-        ws.topics.append(  # the peer's own changelog, named by its rules
-            f"{name}-counts-changelog"
-            if peer == "kafka-streams"
-            else f"changelog__{name}--{source}--default"
-        )
+        ws.topics += {  # the peer's own changelog (and the like), named by its rules
+            "kafka-streams": [f"{name}-counts-changelog"],
+            "faust": [f"{name}-counts-changelog", f"{name}-__assignor-__leader"],
+        }.get(peer, [f"changelog__{name}--{source}--default"])
         state = ws.dir / f"state-{name}"
         job = Job(peer, bootstrap=ws.bootstrap, state_dir=state, path=ws.dir)
         job.args = peers.command(
@@ -219,11 +233,15 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
             guarantee=guarantee,
         )
         return job
-    if kind not in ("bare", "exactly_once", "at_least_once"):
+    if kind not in ("bare", "exactly_once", "at_least_once", "exactly_once+metrics"):
         raise ValueError(f"unknown contender kind {kind!r}")
     if kind != "bare":
-        pipeline = ws.pipeline("bench.throughput:count_words", name, source, output, kind)
-        return ws.job(pipeline, "count-words")
+        guarantee, _, metrics = kind.partition("+")
+        pipeline = ws.pipeline("bench.throughput:count_words", name, source, output, guarantee)
+        job = ws.job(pipeline, "count-words")
+        if metrics:
+            job.args += ["--metrics-port", str(common.free_port())]
+        return job
     ws.create_topics([source, output], PARTITIONS)
     ws.groups.append(name)
     job = Job("bare", bootstrap=ws.bootstrap, state_dir=ws.dir / f"state-{name}", path=ws.dir)
@@ -240,6 +258,11 @@ def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int
     job = start(ws, kind, name, source, output)
     gate = Gate(ws.bootstrap, source, words)
     outputs = Outputs(ws.bootstrap, output)
+    scraper = (
+        common.Scraper(job.args[job.args.index("--metrics-port") + 1])
+        if ("--metrics-port" in job.args)
+        else contextlib.nullcontext()
+    )
     try:
         launched = time.monotonic()
         job.start()
@@ -247,8 +270,10 @@ def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int
         startup = time.monotonic() - launched
         cpu0, t0 = common.cpu_seconds(job.proc.pid), time.monotonic()
         gate.open()
-        first = outputs.wait(PARTITIONS + len(words), RUN_TIMEOUT_S, lambda: common.check(job))
+        with scraper:
+            first = outputs.wait(PARTITIONS + len(words), RUN_TIMEOUT_S, lambda: common.check(job))
         done, cpu1 = time.monotonic(), common.cpu_seconds(job.proc.pid)
+        rss = common.peak_rss_mb(job.proc.pid)
         correctness = outputs.verify(words)
     finally:
         job.stop()
@@ -260,6 +285,7 @@ def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int
         "first_s": (first or done) - t0,  # input committed until the first output was
         "records": len(words),
         "cpu_s": None if cpu0 is None or cpu1 is None else cpu1 - cpu0,  # all its threads
+        "peak_rss_mb": rss,  # VmHWM of its process tree, when every output was readable
         **correctness,  # lost, duplicated: outputs per word against the input
     }
 
@@ -276,6 +302,7 @@ def row(contender: str, records: int, runs: list[dict]) -> dict:
         "first_s": statistics.median(t["first_s"] for t in runs),
         "startup_s": statistics.median(t["startup_s"] for t in runs),
         "cpu_us_per_record": None if None in cpus else statistics.median(cpus) / records * 1e6,
+        "peak_rss_mb": max((t.get("peak_rss_mb") or 0 for t in runs), default=0) or None,
         "lost": max(t["lost"] for t in runs),  # the worst run
         "duplicated": max(t["duplicated"] for t in runs),
         "runs": runs,
@@ -290,29 +317,37 @@ def describe(t: dict) -> str:
     )
 
 
-def run(args: object, contenders: Sequence[str]) -> list[dict]:
-    """Every contender `repeat` times over the same input; one row per contender, with its
-    ratio (records/s) and CPU ratio (CPU per record) to the bare loop's."""
-    words = zipf_words(args.records)
-    print(f"input: {args.records} words, {len(set(words))} distinct, {PARTITIONS} partitions")
+def run(args: object, contenders: Sequence[str], words: list[str] | None = None) -> list[dict]:
+    """Every contender `repeat` times over the same input (`words`, else `args.records` Zipf
+    words); one row per contender, with its ratios (records/s, CPU per record) to the bare
+    loop's when it ran and to logwheel exactly_once's."""
+    words = zipf_words(args.records) if words is None else words
+    distinct = len(set(words))
+    print(f"input: {len(words)} words, {distinct} distinct, {PARTITIONS} partitions")
     with common.Workspace(args.bootstrap, "tp", args.keep) as ws:
+        inputs = {c: words[: len(words) // SHORTER.get(c, 1)] for c in contenders}
         runs = common.interleave(
-            args.repeat, contenders, lambda c, n: measure(ws, words, c, n), describe
+            args.repeat, contenders, lambda c, n: measure(ws, inputs[c], c, n), describe
         )
-    rows = [row(c, args.records, runs[c]) for c in contenders]
-    bare_cpu = rows[0]["cpu_us_per_record"]
+    rows = [row(c, len(inputs[c]), runs[c]) for c in contenders]
+    bare = next((r for r in rows if r["contender"] == BARE), None)
+    bare_cpu = bare and bare["cpu_us_per_record"]
     eos = next((r for r in rows if r["contender"] == "logwheel exactly_once"), None)
     for r in rows:
-        r["ratio"] = r["records_per_s"] / rows[0]["records_per_s"]
+        r["distinct"] = distinct
+        r["ratio"] = r["records_per_s"] / bare["records_per_s"] if bare else None
         cpu = r["cpu_us_per_record"]
         r["cpu_ratio"] = bare_cpu / cpu if cpu and bare_cpu else None
         r["vs_logwheel_eos"] = r["records_per_s"] / eos["records_per_s"] if eos else None
+        r["cpu_vs_logwheel_eos"] = (
+            cpu / eos["cpu_us_per_record"] if eos and cpu and eos["cpu_us_per_record"] else None
+        )
     return rows
 
 
 COLUMNS = [("contender", -27), ("records", 8), ("seconds", 8), ("records/s", 10), ("ratio", 6)]
 COLUMNS += [("first s", 8), ("startup s", 9), ("CPU us/rec", 10), ("CPU ratio", 9)]
-COLUMNS += [("vs lw eos", 9), ("lost", 5), ("dup", 6)]
+COLUMNS += [("vs lw eos", 9), ("CPU/lw eos", 10), ("RSS MB", 7), ("lost", 5), ("dup", 6)]
 
 
 def table(rows: Sequence[dict]) -> str:
@@ -325,9 +360,42 @@ def table(rows: Sequence[dict]) -> str:
             [r["contender"], r["records"], f(r["seconds"], ".2f"), f(r["records_per_s"], ",.0f")]
             + [f(r["ratio"], ".2f"), f(r["first_s"], ".3f"), f(r["startup_s"], ".2f")]
             + [f(r["cpu_us_per_record"], ".1f"), f(r["cpu_ratio"], ".2f")]
-            + [f(r["vs_logwheel_eos"], ".2f"), r["lost"], r["duplicated"]]
+            + [f(r["vs_logwheel_eos"], ".2f"), f(r.get("cpu_vs_logwheel_eos"), ".2f")]
+            + [f(r.get("peak_rss_mb"), ".0f"), r["lost"], r["duplicated"]]
             for r in rows
         ),
+    )
+
+
+def half_of_quix(rows: Sequence[dict], bound: float = 0.5) -> list[str]:
+    """Issue 12's aim, per guarantee: logwheel's CPU per record at most `bound` times Quix
+    Streams' (one line each, for the guarantees where both ran)."""
+    by = {r["contender"]: r["cpu_us_per_record"] for r in rows}
+    lines = []
+    for guarantee in ("exactly_once", "at_least_once"):
+        ours, quix = by.get(f"logwheel {guarantee}"), by.get(f"quix {guarantee}")
+        if ours and quix:
+            verdict = "met" if ours <= bound * quix else "NOT met"
+            lines.append(
+                f"aim: logwheel {guarantee} CPU/record <= {bound}x Quix Streams': {verdict} "
+                f"({ours:.1f} vs {quix:.1f} us, {ours / quix:.2f}x)"
+            )
+    return lines
+
+
+def metrics_overhead(rows: Sequence[dict], bound: float = 0.03) -> str:
+    """Issue 10's aim: exactly-once throughput with the metrics endpoint served and scraped
+    within `bound` of the same without it (by CPU per record, which noise moves least)."""
+    by = {r["contender"]: r for r in rows}
+    off, on = by.get("logwheel exactly_once"), by.get("logwheel exactly_once +metrics")
+    if not (off and on and off["cpu_us_per_record"] and on["cpu_us_per_record"]):
+        return "metrics overhead: not measured (needs both exactly_once contenders)"
+    cpu = on["cpu_us_per_record"] / off["cpu_us_per_record"] - 1
+    wall = off["records_per_s"] / on["records_per_s"] - 1
+    verdict = "met" if cpu <= bound else "NOT met"
+    return (
+        f"aim: metrics on within {bound:.0%} of off: {verdict} (CPU/record {cpu:+.1%}, "
+        f"records/s {-wall:+.1%})"
     )
 
 
@@ -339,12 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=[c for c in CONTENDERS if c != BARE],
         help="measure only these logwheel contenders (repeatable); the bare loop always runs",
     )
-    parser.add_argument(
-        "--peers",
-        action="store_true",
-        default=peers.wanted(),
-        help="also the peers, each in a virtualenv of its own (default: LOGWHEEL_BENCH_PEERS)",
-    )
+    peers.add_option(parser, "also the peers, each in a virtualenv of its own")
     args = parser.parse(argv)
     contenders = [BARE] + [c for c in (args.contender or CONTENDERS) if c != BARE]
     contenders += list(PEERS) if args.peers else []
@@ -357,6 +420,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if eos is not None:
         verdict = "met" if eos["ratio"] >= 0.5 else "NOT met"
         print(f"aim: exactly_once at >= 0.5x the bare loop: {verdict} ({eos['ratio']:.2f}x)")
+    for line in half_of_quix(rows):
+        print(line)
+    print(metrics_overhead(rows))
     common.write_results(
         "throughput",
         args,

@@ -247,6 +247,11 @@ def measure(args, ws: common.Workspace) -> dict:
         series.append(
             {"name": name, "samples": len(values), **common.spread(values)}
             | {"paper_mean": paper_mean, "paper_stdev": paper_stdev}
+            | {
+                "lags_ms": [
+                    None if lags[name] is None else round(lags[name]) for _, lags in samples
+                ]
+            }
         )
     delays = []
     for stage in STAGES:

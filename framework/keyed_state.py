@@ -30,7 +30,8 @@ class KeyedState:
     `rollback` puts back the last sealed form after a failed one. The driver takes
     `changes()` — (key, encoded or None to delete) for keys whose sealed form differs from the
     committed one — makes them durable, then calls `committed()`. Clean documents of the least
-    recently used keys are evicted past `capacity`; a dirty one never is.
+    recently used keys are evicted past `capacity` (at each commit, and between commits once it
+    is exceeded by an eighth); a dirty one never is.
     """
 
     def __init__(
@@ -46,6 +47,7 @@ class KeyedState:
         self._encode = encode
         self._decode = decode
         self.capacity = capacity
+        self._slack = max(1, capacity // 8)
         self.max_bytes = max_bytes
         self._cache: OrderedDict[str, dict] = OrderedDict()
         self._sealed: dict[str, bytes | None] = {}  # encoded form of each cached document
@@ -138,7 +140,9 @@ class KeyedState:
         doc = {} if raw is None else self._decode(raw)
         if not isinstance(doc, dict):
             raise TypeError(f"state of key {key!r} decoded to {type(doc).__name__}, not a dict")
-        if len(self._cache) >= self.capacity:  # before the insert: never evict `key` itself
+        # Before the insert (never evict `key` itself), and in batches of an eighth of the
+        # capacity: with every record a new key, evicting one per load cost a scan per record.
+        if len(self._cache) >= self.capacity + self._slack:
             self._evict(len(self._cache) - self.capacity + 1)
         self._cache[key] = doc
         self._sealed[key] = raw

@@ -28,6 +28,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+import orjson
 from fastavro import schemaless_reader, schemaless_writer
 from fastavro.schema import (
     UnknownType,
@@ -38,6 +39,16 @@ from fastavro.schema import (
 from fastavro.validation import validate
 
 from framework.errors import ConfigurationError
+
+try:  # the compiled writer `schemaless_writer` calls, without its per-call schema parsing
+    from fastavro._write import CYTHON_MODULE as _COMPILED
+    from fastavro._write import write_data as _write_data
+
+    if not _COMPILED:
+        _write_data = None
+except ImportError:  # pragma: no cover - a fastavro without its compiled writer
+    _write_data = None
+_WRITE_OPTIONS = {"strict": False, "strict_allow_default": True, "disable_tuple_notation": False}
 
 MARKER = b"\xc3\x01"
 """The two bytes every Avro single-object encoded value starts with."""
@@ -232,6 +243,19 @@ class Schemas(Mapping[str, Any]):
     def _make_encoder(self, name: str) -> Encoder:
         schema = self[name]
         header = self.header(name)
+        if _write_data is not None:
+            named: dict[str, Any] = {}
+            schema = parse_schema(schema, named_schemas=named)
+
+            def encode_compiled(value: Any) -> bytes:
+                out = bytearray(header)
+                try:
+                    _write_data(out, value, schema, named, "", _WRITE_OPTIONS)
+                except Exception as exc:
+                    raise EncodeError(_misfit(name, schema, value, exc)) from exc
+                return bytes(out)
+
+            return encode_compiled
 
         def encode(value: Any) -> bytes:
             out = BytesIO()
@@ -404,8 +428,27 @@ _json_decode = _json_decoder.decode
 _json_scan = _json_decoder.scan_once  # decode() less its two whitespace regexes
 
 
+_ORJSON = (
+    orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+_orjson_dumps = orjson.dumps
+
+
 def encode_json(value: Any) -> bytes:
-    """Compact UTF-8 JSON; NaN, infinities and non-JSON types are an EncodeError."""
+    """Compact UTF-8 JSON; NaN, infinities and non-JSON types are an EncodeError.
+
+    orjson writes it (a state document is sealed on every hook call that touches it: the
+    standard library's encoder was the largest single cost there). Where orjson would differ
+    from the standard library's strict JSON, the standard library decides: anything orjson
+    refuses (integers past 64 bits, surrogates, sets...) and any output holding `null`,
+    since orjson writes NaN and infinities as null where they must be refused.
+    """
+    try:
+        data = _orjson_dumps(value, option=_ORJSON)
+        if b"null" not in data:
+            return data
+    except (TypeError, orjson.JSONEncodeError):
+        pass
     try:
         return _json_encode(value).encode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:

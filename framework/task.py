@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Message
+from confluent_kafka import KafkaException, Message
 
-from framework.api import MIN_TIME, Record, Timer
+from framework.api import MIN_TIME, Record, Timer, make_record
 from framework.collector import ID_HEADER, Collector
 from framework.dead_letters import ErrorPolicy
 from framework.errors import BadRecord
@@ -61,6 +61,9 @@ class InputPartition:
         self.read += 1
         self.watermark.observe(msg.timestamp()[1])
 
+    def __post_init__(self) -> None:
+        self._id_prefix = f"{self.topic}/{self.partition}/"
+
     def record(self, msg: Message) -> Record:
         """The record `msg` carries; BadRecord (stage "decode") if its key, value or id
         header cannot be read."""
@@ -68,15 +71,17 @@ class InputPartition:
             value = self.decode(msg.value())
             key = msg.key()
             rid = None
-            for name, header in msg.headers() or ():
-                if name == ID_HEADER:
-                    rid = header.decode()
-            return Record(
+            headers = msg.headers()
+            if headers:
+                for name, header in headers:
+                    if name == ID_HEADER:
+                        rid = header.decode()
+            return make_record(
                 key.decode() if key else "",
                 value,
                 msg.timestamp()[1],
                 self.stream,
-                rid or f"{msg.topic()}/{msg.partition()}/{msg.offset()}",
+                rid or self._id_prefix + str(msg.offset()),
             )
         except Exception as error:
             raise BadRecord("decode", str(error), error) from error
@@ -335,9 +340,13 @@ class TaskOutput:
 
     def produce(self, encoded: tuple[str, bytes, bytes, int, str]) -> None:
         stream, key, payload, timestamp, record_id = encoded
-        self.collector.send(
-            stream, key, payload, timestamp=timestamp, headers=[(ID_HEADER, record_id.encode())]
-        )
+        headers = [(ID_HEADER, record_id.encode())]
+        try:  # the usual case, without the collector's retry loop around it
+            self.collector.producer.produce(
+                stream, payload, key, timestamp=timestamp, headers=headers
+            )
+        except (BufferError, KafkaException):  # nothing was queued: the collector handles it
+            self.collector.send(stream, key, payload, timestamp=timestamp, headers=headers)
 
     def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
         try:

@@ -14,9 +14,8 @@ until it is committed (Quix's at-least-once consumer would otherwise read it ear
 
 from __future__ import annotations
 
-import argparse
-
-from quixstreams import Application, State
+from quix_app import application
+from quixstreams import State
 
 
 def count(value: dict, state: State) -> dict:
@@ -26,18 +25,7 @@ def count(value: dict, state: State) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    for name in ("bootstrap", "input", "output", "group", "state-dir", "guarantee"):
-        parser.add_argument(f"--{name}", required=True)
-    args = parser.parse_args()
-    app = Application(
-        broker_address=args.bootstrap,
-        consumer_group=args.group,
-        auto_offset_reset="earliest",
-        processing_guarantee=args.guarantee,
-        state_dir=args.state_dir,
-        consumer_extra_config={"isolation.level": "read_committed"},
-    )
+    app, args = application(__doc__)
     words = app.topic(args.input, value_deserializer="json", key_deserializer="str")
     counts = app.topic(args.output, value_serializer="json", key_serializer="str")
     app.dataframe(words).apply(count, stateful=True).to_topic(counts)

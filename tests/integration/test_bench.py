@@ -60,7 +60,7 @@ def test_throughput_verify_counts_lost_and_duplicated() -> None:
 
 def test_latency(kafka: str, tmp_path: Path) -> None:
     module, report = quick_run("latency", kafka, tmp_path)
-    rows = report["rows"]
+    rows = [r for r in report["rows"] if r["system"] == "logwheel"]  # peers: their own hops
     assert [r["guarantee"] for r in rows] == list(module.GUARANTEES)
     for row in rows:
         assert set(row["hops"]) == set(module.HOPS)
@@ -94,3 +94,25 @@ def test_failover(kafka: str, tmp_path: Path) -> None:
     (with_standby, without) = report["rows"]
     assert with_standby[0] == "standby 3" and without[0] == "standby 0"
     assert with_standby[3] < without[3]  # the standby's takeover restored only the tail
+
+
+def test_scaling(kafka: str, tmp_path: Path) -> None:
+    module, report = quick_run("scaling", kafka, tmp_path)
+    sizes = [(r["contender"], r["records"]) for r in report["sizes"]]
+    records = module.QUICK["records"]
+    assert sizes == [(module.LOGWHEEL[0], int(records * f)) for f in module.FRACTIONS]
+    assert all(r["vs_smallest"] > 0 for r in report["sizes"])
+    wide = report["cardinality"]
+    assert wide[0]["contender"] == module.LOGWHEEL[0]
+    for row in report["sizes"] + wide:
+        assert (row["lost"], row["duplicated"]) == (0, 0), row["contender"]
+    assert all(r["distinct"] == records for r in wide)  # every record a key of its own
+
+
+def test_restore(kafka: str, tmp_path: Path) -> None:
+    _, report = quick_run("restore", kafka, tmp_path)
+    logwheel = report["rows"][0]
+    assert logwheel["contender"] == "logwheel at_least_once"
+    # every probe met its key's state restored from the changelog (its count went on)
+    assert logwheel["probes_restored"] == logwheel["probes"] > 0
+    assert logwheel["cold_restart_s"] > 0 and logwheel["warm_restart_s"] > 0

@@ -114,3 +114,12 @@ def test_evicts_only_clean_keys_and_never_the_key_being_loaded():
     assert st2.get("y") == {} and len(st2) == 2
     touch(st2, "y", lambda d: d.update(v=2))
     assert decoded(st2.changes()) == [("x", {"v": 1}), ("y", {"v": 2})]
+
+
+def test_reads_of_many_keys_between_commits_stay_within_capacity_and_its_slack():
+    st, backend = state(capacity=16)
+    for i in range(1000):  # clean reads: every one a key of its own, no commit between
+        assert st.get(f"k{i}") == {}
+        assert len(st) <= 16 + 16 // 8
+    st.committed()
+    assert len(st) == 16

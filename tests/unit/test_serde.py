@@ -3,10 +3,12 @@ schema loading from schemas/, and the errors the runtime turns into dead letters
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
+from fastavro import schemaless_writer
 from fastavro.schema import parse_schema
 
 from framework import serde
@@ -226,6 +228,15 @@ def test_every_repo_schema_round_trips(repo, name):
     assert repo.decode_any(data) == SAMPLES[name]
 
 
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_encoders_write_what_fastavros_public_writer_writes(repo, name):
+    """The encoders call fastavro's compiled writer directly (no per-call schema parsing):
+    the bytes are those of its public schemaless_writer."""
+    out = io.BytesIO()
+    schemaless_writer(out, repo[name], SAMPLES[name], strict_allow_default=True)
+    assert repo.encoder_for(name)(SAMPLES[name]) == repo.header(name) + out.getvalue()
+
+
 def test_defaults_fill_missing_optional_fields(repo):
     data = repo.encoder_for("zeitgeist.SearchQuery")({"query": "q"})
     assert repo.decoder_for("zeitgeist.SearchQuery")(data) == {
@@ -342,10 +353,29 @@ def test_json_is_compact_utf8():
     assert serde.decoder_for(None)(data) == value
 
 
-@pytest.mark.parametrize("value", [float("nan"), {"s": {1, 2}}, object(), "\ud800"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        float("nan"),
+        {"s": {1, 2}},
+        object(),
+        "\ud800",
+        {"a": [1, float("inf")]},
+        {"n": None, "x": float("-inf")},
+    ],
+)
 def test_json_refuses_what_other_readers_could_not_parse(value):
     with pytest.raises(EncodeError):
         serde.encode_json(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"big": 2**70}, {1: "a", None: 2, False: 3}, {"n": None, "deep": [[[None]]]}, -(2**64)],
+)
+def test_json_encodes_what_the_standard_library_does(value):
+    data = serde.encode_json(value)
+    assert json.loads(data) == json.loads(json.dumps(value))
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,114 @@
+"""How logwheel's CPU per record moves with the size of its input and the number of keys.
+
+bench/throughput.py's method and contenders, the count-words stage:
+
+- sizes: logwheel exactly_once and at_least_once (exactly_once alone with --quick) over 10%,
+  40% and 100% of `--records` Zipf words (100,000, 400,000 and 1,000,000 at full size); the cost
+  per record should be flat in the input size: `vs smallest` is the CPU per record over the
+  smallest run's (within 1.10 is flat, issue 12);
+- high cardinality: `--records` records, every one a key of its own, so the state (one
+  document per key) is a hundred times the write-back cache (10,000 documents) and every
+  record reads RocksDB; logwheel in both guarantees, beside Quix Streams with --peers.
+
+    python bench/scaling.py [--records N] [--quick] [--repeat R] [--peers] [--bootstrap H:P]
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import common, peers, throughput  # noqa: E402
+
+FULL = {"records": 1_000_000, "repeat": 1}
+QUICK = {"records": 10_000, "repeat": 1}
+QUICK_ARGS = ["--quick"]
+FRACTIONS = (0.1, 0.4, 1.0)
+LOGWHEEL = ["logwheel exactly_once", "logwheel at_least_once"]
+QUIX = ["quix exactly_once", "quix at_least_once"]
+FLAT = 1.10
+
+
+def distinct_keys(n: int, seed: int = 1) -> list[str]:
+    """`n` keys, each once, in a random order."""
+    keys = [f"k{i:07d}" for i in range(n)]
+    random.Random(seed).shuffle(keys)
+    return keys
+
+
+def sizes(args: object, contenders: Sequence[str]) -> list[dict]:
+    """logwheel's rows at each fraction of `args.records`, with `vs_smallest`."""
+    rows: list[dict] = []
+    for fraction in FRACTIONS:
+        n = int(args.records * fraction)
+        rows += throughput.run(args, contenders, throughput.zipf_words(n))
+    for contender in contenders:
+        mine = [r for r in rows if r["contender"] == contender]
+        for r in mine:
+            smallest = mine[0]["cpu_us_per_record"]
+            cpu = r["cpu_us_per_record"]
+            r["vs_smallest"] = cpu / smallest if cpu and smallest else None
+    return rows
+
+
+def table(rows: Sequence[dict], extra: str) -> str:
+    def f(value: float | None, spec: str) -> str | None:
+        return None if value is None else format(value, spec)
+
+    columns = [("contender", -24), ("records", 9), ("distinct", 9), ("records/s", 10)]
+    columns += [("CPU us/rec", 10), ("RSS MB", 7), (extra, 10), ("lost", 5), ("dup", 5)]
+    return common.table(
+        columns,
+        (
+            [r["contender"], r["records"], r.get("distinct"), f(r["records_per_s"], ",.0f")]
+            + [f(r["cpu_us_per_record"], ".1f"), f(r.get("peak_rss_mb"), ".0f")]
+            + [f(r.get(extra.replace(" ", "_")), ".2f"), r["lost"], r["duplicated"]]
+            for r in rows
+        ),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = common.Arguments("count-words CPU per record by input size and key count", FULL, QUICK)
+    peers.add_option(parser, "Quix Streams beside logwheel at high cardinality")
+    args = parser.parse(argv)
+    print(f"scaling: the count-words stage up to {args.records} records, on {args.bootstrap}")
+    logwheel = LOGWHEEL[:1] if args.quick else LOGWHEEL  # quick (make test): the path runs
+    by_size = sizes(args, logwheel)
+    keys = distinct_keys(args.records)
+    wide = throughput.run(args, logwheel + (QUIX if args.peers else []), keys)
+    quix = {
+        r["contender"].split()[1]: r["cpu_us_per_record"] for r in wide if "quix" in r["contender"]
+    }
+    for r in wide:
+        q = quix.get(r["contender"].split()[1])
+        r["vs_quix"] = r["cpu_us_per_record"] / q if q and r["cpu_us_per_record"] else None
+    print()
+    print(table(by_size, "vs smallest"))
+    for contender in logwheel:
+        mine = [r for r in by_size if r["contender"] == contender]
+        growth = mine[-1].get("vs_smallest")
+        if growth is not None:
+            verdict = "flat" if growth <= FLAT else "NOT flat"
+            print(
+                f"{contender}: {verdict} ({growth:.2f}x from {mine[0]['records']:,} to "
+                f"{mine[-1]['records']:,} records; flat is <= {FLAT})"
+            )
+    print()
+    print(table(wide, "vs quix"))
+    common.write_results(
+        "scaling",
+        args,
+        stage="count-words",
+        fractions=FRACTIONS,
+        sizes=by_size,
+        cardinality=wide,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""The closing summary of `make bench`: every benchmark's results file in one
+`bench/results/latest.json`, and Markdown tables of the figures issue 12 reads (throughput
+beside the peers, flatness in input size, high cardinality, restore, latency, watermark lag).
+
+    python bench/summary.py [--quick]     # from the results files of the last run
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import common  # noqa: E402
+
+
+def markdown(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A Markdown table; None shows as "-"."""
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for row in rows:
+        lines.append("| " + " | ".join("-" if c is None else str(c) for c in row) + " |")
+    return "\n".join(lines)
+
+
+def n(value: float | None, spec: str) -> str | None:
+    return None if value is None else format(value, spec)
+
+
+def throughput(report: dict) -> str:
+    rows = report["rows"]
+    head = ["contender", "records", "records/s", "CPU µs/record", "peak RSS MB"]
+    head += ["records/s vs lw eos", "CPU vs lw eos", "lost / dup"]
+    return f"CountWords, median of {report['repeat']} interleaved rounds:\n\n" + markdown(
+        head,
+        (
+            [r["contender"], f"{r['records']:,}", n(r["records_per_s"], ",.0f")]
+            + [n(r["cpu_us_per_record"], ".1f"), n(r.get("peak_rss_mb"), ".0f")]
+            + [n(r.get("vs_logwheel_eos"), ".2f"), n(r.get("cpu_vs_logwheel_eos"), ".2f")]
+            + [f"{r['lost']} / {r['duplicated']}"]
+            for r in rows
+        ),
+    )
+
+
+def scaling(report: dict) -> str:
+    head = ["contender", "records", "distinct keys", "records/s", "CPU µs/record", "peak RSS MB"]
+    sizes = markdown(
+        [*head, "CPU vs smallest"],
+        (
+            [r["contender"], f"{r['records']:,}", f"{r['distinct']:,}"]
+            + [n(r["records_per_s"], ",.0f"), n(r["cpu_us_per_record"], ".1f")]
+            + [n(r.get("peak_rss_mb"), ".0f"), n(r.get("vs_smallest"), ".2f")]
+            for r in report["sizes"]
+        ),
+    )
+    wide = markdown(
+        [*head, "CPU vs Quix (same guarantee)", "lost / dup"],
+        (
+            [r["contender"], f"{r['records']:,}", f"{r['distinct']:,}"]
+            + [n(r["records_per_s"], ",.0f"), n(r["cpu_us_per_record"], ".1f")]
+            + [n(r.get("peak_rss_mb"), ".0f"), n(r.get("vs_quix"), ".2f")]
+            + [f"{r['lost']} / {r['duplicated']}"]
+            for r in report["cardinality"]
+        ),
+    )
+    return (
+        f"Input size (flatness):\n\n{sizes}\n\nHigh cardinality (every record a new key):\n\n{wide}"
+    )
+
+
+def restore(report: dict) -> str:
+    head = ["contender", "keys", "warm restart s", "cold restart s", "restore s", "keys/s"]
+    head += ["CPU µs/key", "peak RSS MB", "probes restored"]
+    return markdown(
+        head,
+        (
+            [r["contender"], f"{r['keys']:,}", n(r["warm_restart_s"], ".2f")]
+            + [n(r["cold_restart_s"], ".2f"), n(r["restore_s"], ".2f"), n(r["keys_per_s"], ",.0f")]
+            + [n(r["cpu_us_per_key"], ".2f"), n(r["peak_rss_mb"], ".0f")]
+            + [f"{r['probes_restored']}/{r['probes']}"]
+            for r in report["rows"]
+        ),
+    )
+
+
+def latency(report: dict) -> str:
+    head = ["system", "guarantee", "rate rec/s", "p50 ms", "p95 ms", "p99 ms", "records"]
+    return markdown(
+        head,
+        (
+            [r.get("system", "logwheel"), r["guarantee"], n(r["rate"], "g")]
+            + [n(r["hops"]["output"][k], ".1f") for k in ("p50", "p95", "p99")]
+            + [r["hops"]["output"]["records"]]
+            for r in report["rows"]
+        ),
+    )
+
+
+def watermark_lag(report: dict) -> str:
+    return markdown(
+        ["series", "mean lag ms", "stdev ms", "paper mean ms"],
+        (
+            [s["name"], n(s["mean"], ".0f"), n(s["stdev"], ".0f"), s.get("paper_mean")]
+            for s in report["series"]
+        ),
+    )
+
+
+RENDER: dict[str, Callable[[dict], str]] = {
+    "throughput": throughput,
+    "scaling": scaling,
+    "restore": restore,
+    "latency": latency,
+    "watermark_lag": watermark_lag,
+}
+
+
+def results_file(name: str, quick: bool) -> Path:
+    return common.RESULTS / f"{name}{'.quick' if quick else ''}.json"
+
+
+def summarize(names: Sequence[str], quick: bool, elapsed_s: float | None = None) -> str:
+    """Write latest.json from the named benchmarks' results files; return the Markdown."""
+    reports = {}
+    for name in names:
+        path = results_file(name, quick)
+        if path.exists():
+            reports[name] = json.loads(path.read_text())
+    latest = common.RESULTS / f"latest{'.quick' if quick else ''}.json"
+    latest.write_text(
+        json.dumps(
+            {
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "quick": quick,
+                "elapsed_s": elapsed_s,
+                "benchmarks": reports,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    parts = [f"## make bench, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"]
+    some = next(iter(reports.values()), {})
+    if machine := some.get("machine"):
+        parts.append(
+            f"{machine['cpus']} CPUs, load {', '.join(f'{x:.1f}' for x in machine['load_avg'])}, "
+            f"Python {machine['python']}, librdkafka {machine['librdkafka']}"
+        )
+    for name, render in RENDER.items():
+        if name in reports:
+            parts.append(f"### {name}\n\n{render(reports[name])}")
+    parts.append(f"(all results: {common.shown(latest)})")
+    return "\n\n".join(parts)
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv[1:]
+    print(summarize(list(RENDER), quick))
