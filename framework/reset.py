@@ -22,7 +22,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.kafka import client_config, consumer_config, producer_config
@@ -63,7 +63,7 @@ def reset(
     spec = pipeline[computation]
     point = parse_point(to)
     admin = AdminClient(client_config(bootstrap, kafka))
-    _refuse_live_members(admin, spec)
+    refuse_live_members(admin, spec)
     config = consumer_config(bootstrap, extra=kafka)
     config["group.id"] = spec.group
     consumer = Consumer(config)
@@ -109,12 +109,22 @@ def _forget_marks(
         raise PipelineError(f"could not write to {spec.watermarks}: is the broker reachable?")
 
 
-def _refuse_live_members(admin: AdminClient, spec: ComputationSpec) -> None:
-    group = admin.describe_consumer_groups([spec.group])[spec.group].result(30)
+def refuse_live_members(admin: AdminClient, spec: ComputationSpec, then: str = "reset") -> None:
+    """A configuration error naming the fix while the computation's group has live members:
+    moving its offsets or writing its state under running instances would race them."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            group = admin.describe_consumer_groups([spec.group])[spec.group].result(30)
+            break
+        except KafkaException as error:  # a coordinator still loading, moving: ask again
+            if not error.args[0].retriable() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     if group.members:
         raise PipelineError(
             f"{spec.group} has {len(group.members)} live member(s): stop every `logwheel run` "
-            "of it and wait out the session timeout (10 s), then reset"
+            f"of it and wait out the session timeout (10 s), then {then}"
         )
 
 
