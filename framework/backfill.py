@@ -38,20 +38,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from framework.api import MIN_TIME
 from framework.backfill_plan import (
     PLAN_KEY,
     Plan,
-    Range,
     backfill_topic,
     backfill_topic_spec,
     done_key,
@@ -63,7 +63,9 @@ from framework.backfill_plan import (
     start_watermarks,
     write_plan,
 )
-from framework.backfill_task import BAD, RECORD, STATE, TIMER, TaskSettings, route, run_task
+from framework.backfill_spark import events as frames
+from framework.backfill_spark import max_timestamps
+from framework.backfill_task import FAIL_ENV, TaskSettings, run_task
 from framework.clock import now_ms
 from framework.kafka import client_config, consumer_config, producer_config
 from framework.pipeline import ComputationSpec, Pipeline, PipelineError
@@ -84,7 +86,7 @@ class Summary:
     dead_letters: int
     late: int
     tasks: int
-    skipped: int  # tasks an earlier run of the same plan had committed
+    skipped: int  # tasks an earlier run of the same plan had committed (not counted above)
     seconds: float
     resumed: bool
 
@@ -94,6 +96,11 @@ class Summary:
             f"backfill {group}: {self.records_in} records in, {self.records_out} out, "
             f"{self.keys} keys, {self.dead_letters} dead letters, {self.seconds:.1f} s, "
             f"{rate:.0f} records/s"
+            + (
+                f" (finished plan {self.plan}: {self.skipped} tasks were done)"
+                if self.resumed
+                else ""
+            )
         )
 
 
@@ -138,31 +145,41 @@ def backfill(
     finally:
         if own_session:
             spark.stop()
+    ran = [r for r in results if not r.get("skipped")]  # the others: an earlier run's
     return Summary(
         plan=plan.id,
-        records_in=sum(r["records_in"] for r in results),
-        records_out=sum(r["records_out"] for r in results),
-        keys=sum(r["keys"] for r in results),
-        dead_letters=sum(r["dead_letters"] for r in results),
-        late=sum(r["late"] for r in results),
+        records_in=sum(r["records_in"] for r in ran),
+        records_out=sum(r["records_out"] for r in ran),
+        keys=sum(r["keys"] for r in ran),
+        dead_letters=sum(r["dead_letters"] for r in ran),
+        late=sum(r["late"] for r in ran),
         tasks=plan.tasks,
-        skipped=sum(1 for r in results if r.get("skipped")),
+        skipped=len(results) - len(ran),
         seconds=time.monotonic() - began,
         resumed=resumed,
     )
 
 
 def _ensure_backfill_topic(admin: AdminClient, spec: ComputationSpec) -> None:
+    """Create the computation's backfill topic unless it exists; return once it has a leader."""
     topic = backfill_topic_spec(spec)
-    if topic.name in admin.list_topics(timeout=30).topics:
-        return
-    new = NewTopic(topic.name, topic.partitions, -1, config=dict(topic.config))
-    for future in admin.create_topics([new], operation_timeout=30).values():
-        try:
-            future.result()
-        except Exception as error:  # a concurrent creator is fine
-            if "already exists" not in str(error).lower():
-                raise PipelineError(f"cannot create {topic.name}: {error}") from None
+    if topic.name not in admin.list_topics(timeout=30).topics:
+        new = NewTopic(topic.name, topic.partitions, -1, config=dict(topic.config))
+        for future in admin.create_topics([new], operation_timeout=30).values():
+            try:
+                future.result()
+            except KafkaException as error:  # a concurrent creator is fine
+                if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise PipelineError(f"cannot create {topic.name}: {error}") from None
+    deadline = time.monotonic() + 30
+    while True:
+        found = admin.list_topics(topic.name, timeout=30).topics.get(topic.name)
+        partitions = found.partitions if found is not None and found.error is None else {}
+        if partitions and all(p.leader >= 0 for p in partitions.values()):
+            return
+        if time.monotonic() > deadline:
+            raise PipelineError(f"{topic.name} has no leader after 30 s: is the broker healthy?")
+        time.sleep(0.1)
 
 
 # -- the plan -------------------------------------------------------------------------------
@@ -189,7 +206,7 @@ def _make_plan(
         consumer.close()
     lag = lag_of(pipeline, spec)
     bounded = _bounded(pipeline, spec)
-    highs = _max_timestamps(spark, ranges, bootstrap, kafka) if bounded else {}
+    highs = max_timestamps(spark, ranges, bootstrap, kafka) if bounded else {}
     starts, _ = start_watermarks(bootstrap, spec, kafka)
     end = end_watermark(pipeline, spec, ranges, highs, bootstrap, kafka)
     return Plan(
@@ -211,172 +228,15 @@ def _bounded(pipeline: Pipeline, spec: ComputationSpec) -> bool:
     return any(isinstance(p, BoundedOutOfOrderness) for p in policies)
 
 
-def _max_timestamps(
-    spark: Any, ranges: tuple[Range, ...], bootstrap: str, kafka: dict
-) -> dict[tuple[str, int], int]:
-    """The highest record timestamp per topic-partition over the range (one Spark job that
-    reads only timestamps, no Python)."""
-    from pyspark.sql import functions as F
-
-    frame = _read(spark, ranges, bootstrap, kafka)
-    if frame is None:
-        return {}
-    rows = frame.groupBy("topic", "partition").agg(F.max(F.unix_millis("timestamp")).alias("m"))
-    return {(r["topic"], r["partition"]): r["m"] for r in rows.collect()}
-
-
-# -- the Spark job ------------------------------------------------------------------------
-
-
-def _read(spark: Any, ranges: Iterator[Range] | tuple, bootstrap: str, kafka: dict) -> Any:
-    """Spark's Kafka source over the non-empty ranges (read_committed), None if all are empty."""
-    ranges = [r for r in ranges if r.end > r.start]
-    if not ranges:
-        return None
-    assign: dict[str, list[int]] = {}
-    starting: dict[str, dict[str, int]] = {}
-    ending: dict[str, dict[str, int]] = {}
-    for r in ranges:
-        assign.setdefault(r.topic, []).append(r.partition)
-        starting.setdefault(r.topic, {})[str(r.partition)] = r.start
-        ending.setdefault(r.topic, {})[str(r.partition)] = r.end
-    reader = (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("kafka.isolation.level", "read_committed")
-        .option("includeHeaders", "true")
-        .option("assign", json.dumps(assign))
-        .option("startingOffsets", json.dumps(starting))
-        .option("endingOffsets", json.dumps(ending))
-    )
-    for key, value in kafka.items():
-        reader = reader.option(f"kafka.{key}", str(value))
-    return reader.load()
-
-
-def _journal_ranges(topic: str, ends: dict[int, int], bootstrap: str, kafka: dict) -> list[Range]:
-    consumer = Consumer(consumer_config(bootstrap, extra=kafka))
-    try:
-        lows = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[0] for p in ends}
-    finally:
-        consumer.close()
-    return [Range(topic, p, lows[p], end, "", True) for p, end in ends.items()]
-
-
-def _events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,
-            kafka: dict) -> Any:  # fmt: skip
-    """Every row the tasks need, grouped by key into `plan.tasks` Spark partitions and sorted
-    within each: committed state, pending timers, then input records in timestamp order."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    headers_type = T.ArrayType(
-        T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
-    )
-    columns = ["kind", "key", "ts", "topic", "partition", "offset", "kafka_key", "value",
-               "headers", "stream", "keyed", "stage", "error_type", "error"]  # fmt: skip
-
-    def latest(topic: str, ends: dict[int, int]) -> Any:
-        frame = _read(spark, _journal_ranges(topic, ends, bootstrap, kafka), bootstrap, kafka)
-        if frame is None:
-            return None
-        newest = Window.partitionBy("key").orderBy(F.col("offset").desc())
-        return (
-            frame.withColumn("_rank", F.row_number().over(newest))
-            .where((F.col("_rank") == 1) & F.col("value").isNotNull())
-            .drop("_rank")
-        )
-
-    def journal(frame: Any, kind: int, key: Any) -> Any:
-        return frame.select(
-            F.lit(kind).alias("kind"),
-            key.alias("key"),
-            F.lit(None).cast("long").alias("ts"),
-            F.col("topic"),
-            F.col("partition"),
-            F.col("offset"),
-            F.col("key").alias("kafka_key"),
-            F.col("value"),
-            F.lit(None).cast(headers_type).alias("headers"),
-            F.lit(None).cast("string").alias("stream"),
-            F.lit(True).alias("keyed"),
-            F.lit(None).cast("string").alias("stage"),
-            F.lit(None).cast("string").alias("error_type"),
-            F.lit(None).cast("string").alias("error"),
-        )
-
-    parts = []
-    state = latest(spec.changelog, plan.changelog_end)
-    if state is not None:
-        parts.append(journal(state, STATE, F.col("key").cast("string")))
-    timers = latest(spec.timers, plan.timers_end)
-    if timers is not None:
-        user_key = F.from_json(F.col("key").cast("string"), "array<string>").getItem(0)
-        parts.append(journal(timers, TIMER, user_key))
-    records = _read(spark, plan.ranges, bootstrap, kafka)
-    if records is not None:
-        streams = {r.topic: (r.stream, r.keyed) for r in plan.ranges}
-        stream_of = F.create_map(*[F.lit(x) for t, (s, _) in streams.items() for x in (t, s)])
-        keyed_of = F.create_map(*[F.lit(x) for t, (_, k) in streams.items() for x in (t, k)])
-        routed_type = "struct<key:string,stage:string,error_type:string,error:string>"
-
-        @F.udf(routed_type)
-        def routed(topic, partition, offset, key, value, ts, headers, keyed):
-            hs = [(h.key, h.value) for h in headers or ()]
-            return route(pipeline, spec, topic, partition, offset, key, value, ts, hs, keyed)
-
-        ts = F.unix_millis("timestamp")
-        frame = records.select(
-            "*",
-            ts.alias("ts"),
-            stream_of[F.col("topic")].alias("stream"),
-            keyed_of[F.col("topic")].alias("keyed"),
-        ).withColumn(
-            "r",
-            routed("topic", "partition", "offset", "key", "value", "ts", "headers", "keyed"),
-        )
-        bad_key = F.concat_ws("|", F.lit("\u0000bad"), "topic", "partition", "offset")
-        parts.append(
-            frame.select(
-                F.when(F.col("r.stage").isNull(), RECORD).otherwise(BAD).alias("kind"),
-                F.coalesce(F.col("r.key"), bad_key).alias("key"),
-                "ts",
-                "topic",
-                "partition",
-                "offset",
-                F.col("key").alias("kafka_key"),
-                "value",
-                "headers",
-                "stream",
-                "keyed",
-                F.col("r.stage").alias("stage"),
-                F.col("r.error_type").alias("error_type"),
-                F.col("r.error").alias("error"),
-            )
-        )
-    if not parts:
-        return None
-    events = parts[0]
-    for part in parts[1:]:
-        events = events.unionByName(part)
-    return (
-        events.select(*columns)
-        .repartition(plan.tasks, "key")
-        .sortWithinPartitions("kind", "ts", "topic", "partition", "offset")
-    )
-
-
 def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,
          kafka: dict, progress: bool) -> list[dict]:  # fmt: skip
     """Run every task of the plan; returns their completion records."""
-    events = _events(spark, pipeline, spec, plan, bootstrap, kafka)
+    events = frames(spark, pipeline, spec, plan, bootstrap, kafka)
     if events is None:
         return []
     settings = TaskSettings(
         pipeline=pipeline,
         spec=spec,
-        plan_json=plan.to_json(),
         plan_id=plan.id,
         bootstrap=bootstrap,
         kafka=kafka,
@@ -384,6 +244,7 @@ def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, boot
         start_watermark=plan.start_watermark,
         end_watermark=plan.end_watermark,
         lag=plan.lag,
+        fault=os.environ.get(FAIL_ENV),
     )
 
     def task(index: int, rows: Iterator[Any]) -> Iterator[str]:

@@ -18,14 +18,16 @@ transaction committed finds its completion record and skips (exactly once across
 from __future__ import annotations
 
 import json
-import os
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from confluent_kafka.admin import AdminClient
 from kafka.partitioner.default import murmur2
 
 from framework.api import EVENT, Record
+from framework.backfill_plan import done_key, read_backfill_topic
 from framework.collector import ID_HEADER, Collector
 from framework.dead_letters import ErrorPolicy
 from framework.errors import BadRecord
@@ -41,8 +43,14 @@ STATE, TIMER, RECORD, BAD = 0, 1, 2, 3
 """Kinds of rows a task receives, in the order it sorts them."""
 
 FAIL_ENV = "LOGWHEEL_BACKFILL_FAIL"
-"""Fault injection for tests: `TASK:N` makes the first attempt of Spark task TASK fail after
-it has sent N outputs (flushed to the broker inside its open transaction)."""
+"""Fault injection for tests, read by the driver: `TASK:N` makes the first attempt of Spark task
+TASK fail after it has sent N outputs (flushed to the broker inside its open transaction);
+`TASK:N:stall` makes it stop there instead, until the backfill is killed."""
+
+
+class InjectedFault(BaseException):  # noqa: N818 - not an Exception: no hook may catch it
+    """The failure `FAIL_ENV` injects: it ends the Spark task, as a crash would."""
+
 
 TRANSACTION_TIMEOUT_MS = 600_000
 """A task's transaction lasts as long as the task; the broker's default maximum is 15 min."""
@@ -62,6 +70,7 @@ def route(
 ) -> tuple[str | None, str | None, str | None, str | None]:  # fmt: skip
     """The key a row is processed under, or (None, stage, error type, message) when it is a
     dead letter before it reaches a task: the rule of the streaming side's re-keying task."""
+    key = None if key is None else bytes(key)  # Spark hands binary columns over as bytearray
     if keyed:
         try:
             return (key.decode() if key else ""), None, None, None
@@ -70,8 +79,9 @@ def route(
     stream = topic
     inp = next(i for i in spec.inputs if i.stream == stream)
     try:
+        raw = None if value is None else bytes(value)
         record = decode_record(
-            pipeline, stream, key, value, timestamp, headers, f"{topic}/{partition}/{offset}"
+            pipeline, stream, key, raw, timestamp, headers, f"{topic}/{partition}/{offset}"
         )
     except BadRecord as error:
         return None, "decode", type(error.cause).__name__, str(error)
@@ -81,7 +91,7 @@ def route(
         return None, "key", type(error).__name__, str(error)
 
 
-_decoders: dict[tuple[int, str], Any] = {}
+_decoders: dict[tuple[str, str], Any] = {}  # (pipeline, stream): a worker runs many tasks
 
 
 def decode_record(
@@ -90,9 +100,9 @@ def decode_record(
 ) -> Record:  # fmt: skip
     """The record as the streaming side decodes it (key, value, `logwheel.id`, else
     `topic/partition/offset`); BadRecord at stage "decode" if it cannot be read."""
-    decode = _decoders.get((id(pipeline), stream))
+    decode = _decoders.get((pipeline.name, stream))
     if decode is None:
-        decode = _decoders[(id(pipeline), stream)] = decoder_for(pipeline.schema_of(stream))
+        decode = _decoders[(pipeline.name, stream)] = decoder_for(pipeline.schema_of(stream))
     try:
         decoded = decode(value)
         rid = None
@@ -142,7 +152,6 @@ class TaskSettings:
 
     pipeline: Pipeline
     spec: ComputationSpec
-    plan_json: bytes
     plan_id: str
     bootstrap: str
     kafka: dict
@@ -150,6 +159,7 @@ class TaskSettings:
     start_watermark: int
     end_watermark: int | None
     lag: int
+    fault: str | None = None  # FAIL_ENV as the driver found it
 
 
 class _Memory:
@@ -170,16 +180,12 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any], attempt: i
     """Run Spark task `index` of the plan; returns its completion record (JSON): counts, the
     last offset it wrote per output partition, its pending event-time timers' earliest time
     per key-space partition."""
-    from framework.backfill_plan import done_key, read_backfill_topic
-
     spec, kafka = settings.spec, settings.kafka
     config = producer_config(
         settings.bootstrap,
         transactional_id=f"{spec.group}.backfill.{settings.plan_id}.{index}",
         extra={"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS, **kafka},
     )
-    from confluent_kafka.admin import AdminClient
-
     admin = AdminClient({**kafka, "bootstrap.servers": settings.bootstrap})
     limits = read_limits(
         admin,
@@ -194,7 +200,7 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any], attempt: i
     if done is not None:  # an earlier attempt committed: its outputs are there, once
         return json.dumps(json.loads(done) | {"skipped": True})
     producer.begin_transaction()
-    runner = _TaskRun(settings, collector, _fail_after(index, attempt))
+    runner = _TaskRun(settings, collector, _fault(settings.fault, index, attempt))
     summary = runner.run(rows)
     collector.flush()
     summary["written"] = [[t, p, o] for (t, p), o in collector.written.items()]
@@ -204,19 +210,19 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any], attempt: i
     return json.dumps(summary)
 
 
-def _fail_after(index: int, attempt: int) -> int | None:
-    switch = os.environ.get(FAIL_ENV)
+def _fault(switch: str | None, index: int, attempt: int) -> tuple[int, bool] | None:
+    """(after how many outputs, stall instead of failing) for this attempt, if any."""
     if not switch or attempt > 0:
         return None
-    task, _, after = switch.partition(":")
-    return int(after) if int(task) == index else None
+    task, after, *mode = switch.split(":")
+    return (int(after), mode == ["stall"]) if int(task) == index else None
 
 
 class _TaskRun:
-    def __init__(self, settings: TaskSettings, collector: Collector, fail_after: int | None):
+    def __init__(self, settings: TaskSettings, collector: Collector, fault: tuple | None):
         self.s = settings
         self.collector = collector
-        self.fail_after = fail_after
+        self.fault = fault
         spec = settings.spec
         self.runtime = Runtime(
             settings.pipeline, spec, collector, {}, ErrorPolicy(spec.group, spec.on_error)
@@ -298,9 +304,11 @@ class _TaskRun:
 
     def produced(self) -> None:
         self.records_out += 1
-        if self.fail_after is not None and self.records_out >= self.fail_after:
+        if self.fault is not None and self.records_out == self.fault[0]:
             self.collector.flush()  # part of the output is on the broker, uncommitted
-            raise RuntimeError(f"{FAIL_ENV}: task failing on purpose after {self.records_out}")
+            while self.fault[1]:
+                time.sleep(1)
+            raise InjectedFault(f"{FAIL_ENV}: task failing on purpose after {self.records_out}")
 
     def _finish(self, executor: Executor) -> dict:
         spec, send = self.s.spec, self.collector.send
@@ -335,7 +343,8 @@ class _TaskRun:
 
 
 class _CountingOutput(TaskOutput):
-    """The Kafka task's output, counting productions (and failing on purpose in tests)."""
+    """The Kafka task's output, counting productions and dead letters (and failing on
+    purpose in tests)."""
 
     def __init__(self, runtime: Runtime, run: _TaskRun) -> None:
         super().__init__(runtime)
@@ -344,3 +353,7 @@ class _CountingOutput(TaskOutput):
     def produce(self, encoded: tuple[str, bytes, bytes, int, str]) -> None:
         super().produce(encoded)
         self._run.produced()
+
+    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
+        self._run.dead_letters += 1  # a hook, an encoding or a state that failed
+        super().dead_letter(record, error, stage)

@@ -408,8 +408,9 @@ def backfill_command(args: argparse.Namespace) -> int:
     from framework.logs import setup
 
     setup(None)
+    pipeline = load_pipeline(args.pipeline)
     summary = backfill(
-        load_pipeline(args.pipeline),
+        pipeline,
         args.computation,
         bootstrap=bootstrap_from(args.bootstrap),
         start=args.start,
@@ -420,8 +421,7 @@ def backfill_command(args: argparse.Namespace) -> int:
         tasks=args.tasks,
         progress=sys.stderr.isatty(),
     )
-    group = load_pipeline(args.pipeline)[args.computation].group
-    print(summary.line(group), flush=True)
+    print(summary.line(pipeline[args.computation].group), flush=True)
     return 0
 
 
