@@ -122,6 +122,11 @@ def backfill(
     given) and hand its place over to streaming; returns what it did."""
     began = time.monotonic()
     spec = pipeline[computation]
+    if spec.tables:
+        raise PipelineError(
+            f"{spec.group} reads tables {sorted(spec.tables)}, which the backfill does not "
+            "serve yet: process its history with `logwheel reset` and `logwheel run`"
+        )
     kafka = dict(kafka or {})
     admin = AdminClient(client_config(bootstrap, kafka))
     refuse_live_members(admin, spec, then="backfill")

@@ -118,42 +118,46 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
     if timers is not None:
         user_key = F.from_json(F.col("key").cast("string"), "array<string>").getItem(0)
         parts.append(journal(timers, TIMER, user_key))
-    records = read(spark, plan.ranges, bootstrap, kafka)
-    if records is not None:
-        streams = {r.topic: (r.stream, r.keyed) for r in plan.ranges}
-        stream_of = F.create_map(*[F.lit(x) for t, (s, _) in streams.items() for x in (t, s)])
-        keyed_of = F.create_map(*[F.lit(x) for t, (_, k) in streams.items() for x in (t, k)])
+    streams = {r.topic: (r.stream, r.keyed) for r in plan.ranges}
+    stream_of = F.create_map(*[F.lit(x) for t, (s, _) in streams.items() for x in (t, s)])
+    ts = F.unix_millis("timestamp").alias("ts")
+    kind = F.when(F.col("r.stage").isNull(), RECORD).otherwise(BAD).alias("kind")
+    bad_key = F.concat_ws("|", F.lit("\u0000bad"), "topic", "partition", "offset")
+    columns_after_key = ["ts", "topic", "partition", "offset", F.col("key").alias("kafka_key"),
+                         "value", "headers", "stream", "keyed"]  # fmt: skip
+
+    # records whose Kafka key is the computation's key: no Python before the shuffle (a key
+    # that is not UTF-8 is dead-lettered by the task, which decodes it)
+    keyed = read(spark, [r for r in plan.ranges if r.keyed], bootstrap, kafka)
+    if keyed is not None:
+        frame = keyed.select("*", ts, stream_of[F.col("topic")].alias("stream"),
+                             F.lit(True).alias("keyed"))  # fmt: skip
+        parts.append(
+            frame.select(
+                F.lit(RECORD).alias("kind"),
+                F.coalesce(F.col("key").cast("string"), F.lit("")).alias("key"),
+                *columns_after_key,
+                *[F.lit(None).cast("string").alias(c) for c in ("stage", "error_type", "error")],
+            )
+        )
+    # records a key extractor routes: decoded on the workers, before the shuffle
+    rekeyed = read(spark, [r for r in plan.ranges if not r.keyed], bootstrap, kafka)
+    if rekeyed is not None:
         routed_type = "struct<key:string,stage:string,error_type:string,error:string>"
 
         @F.udf(routed_type)
-        def routed(topic, partition, offset, key, value, ts, headers, keyed):
+        def routed(topic, partition, offset, key, value, ts, headers):
             hs = [(h.key, h.value) for h in headers or ()]
-            return route(pipeline, spec, topic, partition, offset, key, value, ts, hs, keyed)
+            return route(pipeline, spec, topic, partition, offset, key, value, ts, hs, False)
 
-        ts = F.unix_millis("timestamp")
-        frame = records.select(
-            "*",
-            ts.alias("ts"),
-            stream_of[F.col("topic")].alias("stream"),
-            keyed_of[F.col("topic")].alias("keyed"),
-        ).withColumn(
-            "r",
-            routed("topic", "partition", "offset", "key", "value", "ts", "headers", "keyed"),
-        )
-        bad_key = F.concat_ws("|", F.lit("\u0000bad"), "topic", "partition", "offset")
+        frame = rekeyed.select(
+            "*", ts, stream_of[F.col("topic")].alias("stream"), F.lit(False).alias("keyed")
+        ).withColumn("r", routed("topic", "partition", "offset", "key", "value", "ts", "headers"))
         parts.append(
             frame.select(
-                F.when(F.col("r.stage").isNull(), RECORD).otherwise(BAD).alias("kind"),
+                kind,
                 F.coalesce(F.col("r.key"), bad_key).alias("key"),
-                "ts",
-                "topic",
-                "partition",
-                "offset",
-                F.col("key").alias("kafka_key"),
-                "value",
-                "headers",
-                "stream",
-                "keyed",
+                *columns_after_key,
                 F.col("r.stage").alias("stage"),
                 F.col("r.error_type").alias("error_type"),
                 F.col("r.error").alias("error"),

@@ -115,35 +115,39 @@ def decode_record(
 
 
 class Source:
-    """A Spark row as the collector's dead-letter path reads a Kafka message."""
+    """An input row as the collector's dead-letter path reads a Kafka message."""
 
-    __slots__ = ("row",)
+    __slots__ = ("_key", "_value", "_ts", "_topic", "_partition", "_offset", "_headers")
 
-    def __init__(self, row: Any) -> None:
-        self.row = row
+    def __init__(self, key, value, ts, topic, partition, offset, headers) -> None:  # noqa: ANN001
+        self._key, self._value, self._ts = key, value, ts
+        self._topic, self._partition, self._offset, self._headers = (
+            topic,
+            partition,
+            offset,
+            headers,
+        )
 
     def key(self) -> bytes | None:
-        return None if self.row.kafka_key is None else bytes(self.row.kafka_key)
+        return self._key
 
     def value(self) -> bytes | None:
-        return None if self.row.value is None else bytes(self.row.value)
+        return self._value
 
     def timestamp(self) -> tuple[int, int]:
-        return 1, self.row.ts
+        return 1, self._ts
 
     def topic(self) -> str:
-        return self.row.topic
+        return self._topic
 
     def partition(self) -> int:
-        return self.row.partition
+        return self._partition
 
     def offset(self) -> int:
-        return self.row.offset
+        return self._offset
 
-    def headers(self) -> list[tuple[str, bytes]]:
-        return [
-            (h.key, None if h.value is None else bytes(h.value)) for h in self.row.headers or ()
-        ]
+    def headers(self) -> list[tuple[str, bytes | None]]:
+        return list(self._headers)
 
 
 @dataclass(frozen=True)
@@ -238,29 +242,43 @@ class _TaskRun:
     def run(self, rows: Iterator[Any]) -> dict:
         s, executor = self.s, None
         end, lag = s.end_watermark, s.lag
-        for row in rows:
-            kind = row.kind
+        for row in rows:  # a tuple: positions are much cheaper than pyspark Row attributes
+            kind, key, ts, topic, partition, offset, kafka_key, value, headers, stream, keyed = row[
+                :11
+            ]
             if kind == STATE:
-                self.memory.docs[row.key] = bytes(row.value)
-                self.partition_of.setdefault(row.key, row.partition)
+                self.memory.docs[key] = bytes(value)
+                self.partition_of.setdefault(key, partition)
                 continue
             if kind == TIMER:
-                self.memory.timers.append((row.key, decode_timer(bytes(row.value))))
-                self.partition_of.setdefault(row.key, row.partition)
+                self.memory.timers.append((key, decode_timer(bytes(value))))
+                self.partition_of.setdefault(key, partition)
                 continue
             if executor is None:
                 executor = self._executor()
             self.records_in += 1
-            source = Source(row)
+            kafka_key = None if kafka_key is None else bytes(kafka_key)
+            value = None if value is None else bytes(value)
+            headers = [(h[0], None if h[1] is None else bytes(h[1])) for h in headers or ()]
+            source = Source(kafka_key, value, ts, topic, partition, offset, headers)
             self.output.source = source
             if kind == BAD:
-                cause = type(row.error_type, (Exception,), {})(row.error)
-                self._dead_letter(source, BadRecord(row.stage, row.error, cause), row.stage)
+                stage, error_type, error = row[11:]
+                cause = type(error_type, (Exception,), {})(error)
+                self._dead_letter(source, BadRecord(stage, error, cause), stage)
             else:
-                self._process(executor, row, source)
+                try:
+                    record = decode_record(
+                        s.pipeline, stream, kafka_key, value, ts, headers,
+                        f"{topic}/{partition}/{offset}",
+                    )  # fmt: skip
+                except BadRecord as error:
+                    self._dead_letter(source, error, error.stage)
+                else:
+                    self._process(executor, record, key, partition, keyed)
             self.output.source = None
             if end is not None:
-                executor.advance_watermark(min(row.ts - lag, end))
+                executor.advance_watermark(min(ts - lag, end))
         if executor is None:
             executor = self._executor()
         if end is not None:
@@ -275,25 +293,16 @@ class _TaskRun:
         executor.advance_watermark(self.s.start_watermark)
         return executor
 
-    def _process(self, executor: Executor, row: Any, source: Source) -> None:
-        s = self.s
-        offset_id = f"{row.topic}/{row.partition}/{row.offset}"
-        value = None if row.value is None else bytes(row.value)
-        kafka_key = None if row.kafka_key is None else bytes(row.kafka_key)
-        try:
-            record = decode_record(
-                s.pipeline, row.stream, kafka_key, value, row.ts,
-                [(h.key, h.value) for h in row.headers or ()], offset_id,
-            )  # fmt: skip
-        except BadRecord as error:
-            self._dead_letter(source, error, error.stage)
-            return
-        key = row.key
+    def _process(
+        self, executor: Executor, record: Record, key: str, partition: int, keyed: bool
+    ) -> None:
+        """Run the record's hook under its routing key, noting the key's key-space partition:
+        where it was read when its Kafka key is the key, else murmur2 of the key."""
         if record.key != key:
             record = Record(key, record.value, record.timestamp, record.stream, record.id)
         if key not in self.partition_of:
             self.partition_of[key] = (
-                row.partition if row.keyed else key_partition(key, s.spec.partitions)
+                partition if keyed else key_partition(key, self.s.spec.partitions)
             )
         self.keys.add(key)
         executor.process(record)

@@ -94,3 +94,13 @@ def test_failover(kafka: str, tmp_path: Path) -> None:
     (with_standby, without) = report["rows"]
     assert with_standby[0] == "standby 3" and without[0] == "standby 0"
     assert with_standby[3] < without[3]  # the standby's takeover restored only the tail
+
+
+def test_backfill(kafka: str, tmp_path: Path) -> None:
+    _, report = quick_run("backfill", kafka, tmp_path)
+    rows = report["rows"]
+    assert [r["contender"] for r in rows] == ["backfill", "streaming"]
+    for row in rows:
+        assert row["outputs"] == row["records"] > 0, row  # one output per input, no more
+        assert row["seconds"] > 0 and row["cpu_s"] > 0
+    assert 0 < rows[0]["in_run_s"] < rows[0]["seconds"]

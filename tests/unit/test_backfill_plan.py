@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
 from framework.api import MIN_TIME
+from framework.backfill import backfill
 from framework.backfill_plan import Plan, Range, end_watermark, lag_of
 from framework.backfill_task import _fault
+from framework.pipeline import PipelineError
 
 
 class Nothing(Computation):
@@ -67,3 +71,10 @@ def test_the_fault_switch_hits_only_the_first_attempt_of_its_task():
     assert _fault("1:10:stall", 1, 0) == (10, True)
     assert _fault("1:10", 1, 1) is None and _fault("1:10", 0, 0) is None
     assert _fault(None, 0, 0) is None
+
+
+def test_a_computation_with_tables_is_refused_at_start_naming_the_way_out():
+    pipeline = Pipeline("p").source("in")
+    pipeline.computation("join", Nothing, inputs={"in": None}, tables={"t": "p.other.changelog"})
+    with pytest.raises(PipelineError, match="logwheel reset"):
+        backfill(pipeline, "join", bootstrap="unused:1")
