@@ -135,7 +135,9 @@ def backfill(
     if own_session:
         from framework.spark import session
 
-        spark = session(master, f"logwheel-backfill-{spec.group}", spark_conf)
+        # rich draws the stages when `progress`; Spark's own console bar would fight it
+        quiet = {"spark.ui.showConsoleProgress": "false"} if progress else {}
+        spark = session(master, f"logwheel-backfill-{spec.group}", {**quiet, **(spark_conf or {})})
     try:
         stored = read_backfill_topic(bootstrap, backfill_topic(spec), kafka).get(PLAN_KEY)
         plan = Plan.from_json(stored) if stored else None

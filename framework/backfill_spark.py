@@ -148,7 +148,7 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
         @F.udf(routed_type)
         def routed(topic, partition, offset, key, value, ts, headers):
             hs = [(h.key, h.value) for h in headers or ()]
-            return route(pipeline, spec, topic, partition, offset, key, value, ts, hs, False)
+            return route(pipeline, spec, topic, partition, offset, key, value, ts, hs)
 
         frame = rekeyed.select(
             "*", ts, stream_of[F.col("topic")].alias("stream"), F.lit(False).alias("keyed")

@@ -66,16 +66,12 @@ def key_partition(key: str, partitions: int) -> int:
 
 def route(
     pipeline: Pipeline, spec: ComputationSpec, topic: str, partition: int, offset: int,
-    key: bytes | None, value: bytes, timestamp: int, headers: Any, keyed: bool,
+    key: bytes | None, value: bytes, timestamp: int, headers: Any,
 ) -> tuple[str | None, str | None, str | None, str | None]:  # fmt: skip
-    """The key a row is processed under, or (None, stage, error type, message) when it is a
-    dead letter before it reaches a task: the rule of the streaming side's re-keying task."""
+    """The key its input's extractor gives a record of stream `topic`, or (None, stage, error
+    type, message) when it is a dead letter before it reaches a task: the rule of the
+    streaming side's re-keying task."""
     key = None if key is None else bytes(key)  # Spark hands binary columns over as bytearray
-    if keyed:
-        try:
-            return (key.decode() if key else ""), None, None, None
-        except Exception as error:
-            return None, "decode", type(error).__name__, str(error)
     stream = topic
     inp = next(i for i in spec.inputs if i.stream == stream)
     try:
