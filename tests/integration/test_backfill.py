@@ -22,12 +22,14 @@ from framework.backfill_plan import PLAN_KEY, Plan, backfill_topic, done_key, re
 from framework.backfill_task import FAIL_ENV
 from framework.collector import ID_HEADER
 from framework.injector import Injector
+from framework.pipeline import PipelineError
 from framework.reset import reset
 from framework.serde import decoder_for
 from framework.spark import session
 from framework.testing import Harness
 from tests.support import (
     REPO,
+    Job,
     Wordcount,
     import_job,
     job_source,
@@ -142,48 +144,94 @@ pipeline.computation(
 """
 
 
-def test_window_counter_equals_the_harness(kafka, tmp_path, spark, unique):
-    """Zeitgeist's window counter (event-time timers, watermarks from an injector): the
-    backfill's outputs and final state equal the Harness's on the same input."""
+QUERIES = ["Cats", "cats ", "dogs", "Kafka streams", "spark", "rare query"]
+
+
+def windows_job(tmp_path, unique) -> tuple:
+    """The window counter under names of its own: (pipeline, queries stream, output, module)."""
     name = unique("zg")
     constants = {"NAME": name, "QUERIES": f"{name}-queries", "OUT": f"{name}-window-counts"}
     module = write_job(tmp_path, name.replace("-", "_"), job_source(WINDOWS_JOB, **constants))
     pipeline = import_job(tmp_path, module).pipeline
-    rng = random.Random(7)
-    queries = ["Cats", "cats ", "dogs", "Kafka streams", "spark", "rare query"]
-    records, ts = [], T0
-    for _ in range(600):
-        ts += rng.randint(0, 40)
-        records.append((rng.choice(queries), ts))
-    final = records[-1][1] - 3_000  # the last windows stay open: their timers pending
-    harness = Harness(pipeline, "window-counter")
+    return pipeline, constants["QUERIES"], constants["OUT"], module
+
+
+def inject(pipeline, kafka, stream, harness, records, final) -> None:
+    """Send `records` through the injector and the Harness; the injector promises a watermark
+    every 100 records and `final` at the end (the Harness only `final`)."""
     with Injector(pipeline, "gen", bootstrap=kafka) as injector:
         for i, (query, ts) in enumerate(records):
-            injector.send(constants["QUERIES"], {"query": query}, key=None, timestamp=ts)
-            harness.send(constants["QUERIES"], None, {"query": query}, ts)
+            injector.send(stream, {"query": query}, key=None, timestamp=ts)
+            harness.send(stream, None, {"query": query}, ts)
             if i % 100 == 99:
                 injector.advance(min(ts - 500, final))
         injector.advance(final)
     harness.advance_watermark(final)
 
-    summary = backfill(pipeline, "window-counter", bootstrap=kafka, spark=spark)
 
-    expected = harness.outputs(constants["OUT"])
-    assert summary.records_in == len(records) and summary.records_out == len(expected)
+def queries(rng, n: int, ts: int) -> list[tuple[str, int]]:
+    records = []
+    for _ in range(n):
+        ts += rng.randint(0, 40)
+        records.append((rng.choice(QUERIES), ts))
+    return records
+
+
+def window_counts(msgs) -> collections.Counter:
     decode = decoder_for("zeitgeist.WindowCount")
-    msgs = read_topic(kafka, constants["OUT"], expect=len(expected), timeout=60)
-    got = collections.Counter(
+    return collections.Counter(
         (m.key().decode(), repr(sorted(decode(m.value()).items())), m.timestamp()[1]) for m in msgs
     )
-    want = collections.Counter(
-        (r.key, repr(sorted(r.value.items())), r.timestamp) for r in expected
-    )
-    assert got == want
-    state = state_of(kafka, f"{name}.window-counter.changelog")
-    keys = {" ".join(q.lower().split()) for q in queries}
+
+
+def harness_counts(records) -> collections.Counter:
+    return collections.Counter((r.key, repr(sorted(r.value.items())), r.timestamp) for r in records)
+
+
+def test_window_counter_equals_the_harness(kafka, tmp_path, spark, unique):
+    """Zeitgeist's window counter (event-time timers, watermarks from an injector): the
+    backfill's outputs and final state equal the Harness's on the same input."""
+    pipeline, stream, out, _ = windows_job(tmp_path, unique)
+    records = queries(random.Random(7), 600, T0)
+    final = records[-1][1] - 3_000  # the last windows stay open: their timers pending
+    harness = Harness(pipeline, "window-counter")
+    inject(pipeline, kafka, stream, harness, records, final)
+
+    summary = backfill(pipeline, "window-counter", bootstrap=kafka, spark=spark)
+
+    expected = harness.outputs(out)
+    assert summary.records_in == len(records) and summary.records_out == len(expected)
+    msgs = read_topic(kafka, out, expect=len(expected), timeout=60)
+    assert window_counts(msgs) == harness_counts(expected)
+    state = state_of(kafka, f"{pipeline.name}.window-counter.changelog")
+    keys = {" ".join(q.lower().split()) for q in QUERIES}
     assert state == {k: harness.state(k) for k in keys if harness.state(k)}
-    pending = read_topic(kafka, f"{name}.window-counter.timers", timeout=30, idle=2)
+    pending = read_topic(kafka, f"{pipeline.name}.window-counter.timers", timeout=30, idle=2)
     assert {m.key() for m in pending if m.value()} and len(harness.timers()) == len(keys)
+
+
+def test_window_counter_backfill_then_run_equals_the_harness(kafka, tmp_path, spark, unique):
+    """Backfill the window counter, inject more, `logwheel run` it: the streaming side takes
+    over the pending timers, state and watermark, and the two together emit exactly the
+    Harness's windows over the whole input (none twice, none missing)."""
+    pipeline, stream, out, module = windows_job(tmp_path, unique)
+    rng = random.Random(11)
+    history = queries(rng, 400, T0)
+    harness = Harness(pipeline, "window-counter")
+    inject(pipeline, kafka, stream, harness, history, history[-1][1] - 2_000)
+    backfill(pipeline, "window-counter", bootstrap=kafka, spark=spark)
+    rest = queries(rng, 400, history[-1][1])
+    inject(pipeline, kafka, stream, harness, rest, rest[-1][1] - 2_000)
+    expected = harness_counts(harness.outputs(out))
+
+    job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
+    job.start()
+    try:
+        msgs = read_topic(kafka, out, expect=sum(expected.values()), timeout=120)
+        more = read_topic(kafka, out, timeout=10, idle=3)  # anything twice comes after
+    finally:
+        job.stop()
+    assert window_counts(more if len(more) > len(msgs) else msgs) == expected
 
 
 # -- hand-over and bad input ------------------------------------------------------------------
@@ -192,7 +240,8 @@ def test_window_counter_equals_the_harness(kafka, tmp_path, spark, unique):
 def test_backfill_then_run_counts_every_word_exactly_once(kafka, tmp_path, spark):
     """Backfill both stages over the history (garbage among it), keep producing, then
     `logwheel run` the rest: per word the counts are exactly 1..n; the garbage is in the
-    dead-letter topic with its reason and where it came from."""
+    dead-letter topic with its reason and where it came from. While `run` runs, a backfill
+    is refused."""
     wc = Wordcount(kafka, tmp_path)
     wc.send_lines(200)
     produce(kafka, wc.lines_topic, [("bad-1", "not a line object", None)])
@@ -219,6 +268,8 @@ def test_backfill_then_run_counts_every_word_exactly_once(kafka, tmp_path, spark
     job = wc.job().start()
     try:
         wc.check_exact(wc.read_counts())
+        with pytest.raises(PipelineError, match="live member.*then backfill"):
+            backfill(wc.pipeline, "count-words", bootstrap=kafka, spark=spark)
     finally:
         job.stop()
 
