@@ -302,7 +302,7 @@ class _Progress:
                         continue
                     if stage_id not in bars:
                         bars[stage_id] = shown.add_task(
-                            f"stage {stage_id} ({info.name[:30]})", total=info.numTasks
+                            f"Spark stage {stage_id}, tasks", total=info.numTasks
                         )
                     shown.update(bars[stage_id], completed=info.numCompletedTasks)
 

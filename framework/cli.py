@@ -9,6 +9,7 @@ function in `COMMANDS`. Errors the user can fix (`USER_ERRORS`) are printed as o
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -408,6 +409,7 @@ def backfill_command(args: argparse.Namespace) -> int:
     from framework.logs import setup
 
     setup(None)
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines are about sockets
     pipeline = load_pipeline(args.pipeline)
     summary = backfill(
         pipeline,
