@@ -68,7 +68,7 @@ from framework.backfill_spark import max_timestamps
 from framework.backfill_task import FAIL_ENV, TaskSettings, run_task
 from framework.clock import now_ms
 from framework.kafka import client_config, consumer_config, producer_config
-from framework.pipeline import ComputationSpec, Pipeline, PipelineError
+from framework.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.reset import refuse_live_members
 from framework.watermarks import Mark, encode_mark, task_producer
 
@@ -229,8 +229,7 @@ def _make_plan(
 
 
 def _bounded(pipeline: Pipeline, spec: ComputationSpec) -> bool:
-    from framework.pipeline import BoundedOutOfOrderness
-
+    """Whether some input's watermark follows its data (so the range's timestamps matter)."""
     policies = [getattr(pipeline.sources.get(i.stream), "watermark", None) for i in spec.inputs]
     return any(isinstance(p, BoundedOutOfOrderness) for p in policies)
 
