@@ -9,6 +9,7 @@ function in `COMMANDS`. Errors the user can fix (`USER_ERRORS`) are printed as o
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -97,7 +98,9 @@ def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
         help="Kafka bootstrap servers (else LOGWHEEL_BOOTSTRAP, else the embedded broker)",
     )
     parser.add_argument(
-        "--config", metavar="FILE.toml", help="client settings from its [kafka] table"
+        "--config",
+        metavar="FILE.toml",
+        help="client settings from its [kafka] table ([spark] for backfill)",
     )
 
 
@@ -383,6 +386,59 @@ def reset_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def register_backfill(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "backfill",
+        help="run a computation over its inputs' history on Spark, then hand over to `run`",
+        description="Runs the computation from where it stands (committed offsets, else "
+        "--from; its state, timers and watermark) to --until on Spark, writing outputs, "
+        "changelog, timers, marks and the group's offsets exactly once. A backfill that died "
+        "is finished by running it again. [spark] in --config passes Spark settings.",
+    )
+    parser.add_argument("pipeline", metavar="MODULE:ATTR")
+    parser.add_argument("--computation", required=True, metavar="NAME")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        default="earliest",
+        metavar="earliest|ISO-DATETIME",
+        help="where partitions without a committed offset start (earliest)",
+    )
+    parser.add_argument(
+        "--until", default="latest", metavar="latest|ISO-DATETIME", help="end of the range"
+    )
+    parser.add_argument("--master", default="local[*]", help="Spark master URL (local[*])")
+    parser.add_argument(
+        "--tasks", type=int, default=None, help="Spark tasks (the cluster's default parallelism)"
+    )
+    _add_bootstrap(parser)
+    parser.set_defaults(func=backfill_command)
+
+
+def backfill_command(args: argparse.Namespace) -> int:
+    from framework.backfill import backfill
+    from framework.launch import kafka_settings, load_pipeline, spark_settings
+    from framework.logs import setup
+
+    setup(None)
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines are about sockets
+    pipeline = load_pipeline(args.pipeline)
+    summary = backfill(
+        pipeline,
+        args.computation,
+        bootstrap=bootstrap_from(args.bootstrap),
+        start=args.start,
+        until=args.until,
+        master=args.master,
+        spark_conf=spark_settings(args.config),
+        kafka=kafka_settings(args.config),
+        tasks=args.tasks,
+        progress=sys.stderr.isatty(),
+    )
+    print(summary.line(pipeline[args.computation].group), flush=True)
+    return 0
+
+
 # -- the entry point ------------------------------------------------------------------------
 
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
@@ -393,6 +449,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_graph,
     register_changelog,
     register_reset,
+    register_backfill,
     register_schemas,
     register_acls,
 ]

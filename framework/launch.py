@@ -49,16 +49,27 @@ def load_pipeline(ref: str) -> Pipeline:
 def kafka_settings(config_file: str | None) -> dict[str, Any]:
     """The `[kafka]` table of a TOML config file: client settings passed through, with
     `${VAR}` references to the environment expanded (a missing variable fails at start)."""
+    return expand_env(config_table(config_file, "kafka"), f"--config {config_file} [kafka]")
+
+
+def spark_settings(config_file: str | None) -> dict[str, Any]:
+    """The `[spark]` table of a TOML config file: Spark settings (`spark.executor.memory`,
+    `spark.kubernetes.container.image`, ...) for `logwheel backfill`, as spark-submit's --conf."""
+    return config_table(config_file, "spark")
+
+
+def config_table(config_file: str | None, name: str) -> dict[str, Any]:
+    """Table `name` of a TOML config file ({} without a file or table)."""
     if config_file is None:
         return {}
     try:
         with open(config_file, "rb") as f:
-            table = tomllib.load(f).get("kafka", {})
+            table = tomllib.load(f).get(name, {})
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise PipelineError(f"--config {config_file}: {error}") from None
     if not isinstance(table, dict):
-        raise PipelineError(f"--config {config_file}: [kafka] must be a table of client settings")
-    return expand_env(table, f"--config {config_file} [kafka]")
+        raise PipelineError(f"--config {config_file}: [{name}] must be a table of settings")
+    return table
 
 
 def run_computations(

@@ -17,12 +17,13 @@ unless they are reset too.
 
 from __future__ import annotations
 
+import concurrent.futures
 import shutil
 import time
 from datetime import datetime
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.kafka import client_config, consumer_config, producer_config, reader_group
@@ -31,6 +32,11 @@ from framework.topics import create_topics
 from framework.watermarks import repartition_producer, task_producer
 
 POINTS = ("earliest", "latest")
+_COORDINATOR_MOVING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
 
 
 def parse_point(to: str) -> str | int:
@@ -63,7 +69,7 @@ def reset(
     spec = pipeline[computation]
     point = parse_point(to)
     admin = AdminClient(client_config(bootstrap, kafka))
-    _refuse_live_members(admin, spec)
+    refuse_live_members(admin, spec)
     config = consumer_config(bootstrap, extra=kafka)
     config["group.id"] = spec.group
     consumer = Consumer(config)
@@ -109,12 +115,27 @@ def _forget_marks(
         raise PipelineError(f"could not write to {spec.watermarks}: is the broker reachable?")
 
 
-def _refuse_live_members(admin: AdminClient, spec: ComputationSpec) -> None:
-    group = admin.describe_consumer_groups([spec.group])[spec.group].result(30)
+def refuse_live_members(admin: AdminClient, spec: ComputationSpec, then: str = "reset") -> None:
+    """A configuration error naming the fix while the computation's group has live members:
+    moving its offsets or writing its state under running instances would race them."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            futures = admin.describe_consumer_groups([spec.group], request_timeout=20)
+            group = futures[spec.group].result(30)
+            break
+        except (KafkaException, concurrent.futures.TimeoutError) as error:
+            # a coordinator still loading or moving, a loaded broker: ask again
+            moving = isinstance(error, concurrent.futures.TimeoutError) or (
+                error.args[0].code() in _COORDINATOR_MOVING
+            )
+            if not moving or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     if group.members:
         raise PipelineError(
             f"{spec.group} has {len(group.members)} live member(s): stop every `logwheel run` "
-            "of it and wait out the session timeout (10 s), then reset"
+            f"of it and wait out the session timeout (10 s), then {then}"
         )
 
 

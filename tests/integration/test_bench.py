@@ -116,3 +116,13 @@ def test_restore(kafka: str, tmp_path: Path) -> None:
     # every probe met its key's state restored from the changelog (its count went on)
     assert logwheel["probes_restored"] == logwheel["probes"] > 0
     assert logwheel["cold_restart_s"] > 0 and logwheel["warm_restart_s"] > 0
+
+
+def test_backfill(kafka: str, tmp_path: Path) -> None:
+    _, report = quick_run("backfill", kafka, tmp_path)
+    rows = report["rows"]
+    assert [r["contender"] for r in rows] == ["backfill", "streaming"]
+    for row in rows:
+        assert row["outputs"] == row["records"] > 0, row  # one output per input, no more
+        assert row["seconds"] > 0 and row["cpu_s"] > 0
+    assert 0 < rows[0]["in_run_s"] < rows[0]["seconds"]

@@ -54,3 +54,15 @@ def test_repartition_topic_agrees_with_javas_default_partitioner(kafka, tmp_path
     assert sorted(ours) == sorted(keys)
     javas = dict(zip(keys, java_partitions(keys, pipeline["sink"].partitions), strict=True))
     assert ours == javas
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for Kafka's own murmur2")
+def test_the_backfills_key_partition_agrees_with_javas_default_partitioner():
+    """The backfill places a re-keyed key's changelog and timer records by
+    `backfill_task.key_partition`, on Spark workers, without producing it."""
+    from framework.backfill_task import key_partition
+
+    keys = [f"key-{i}" for i in range(300)] + ["", "ünïcödé", "a" * 200, "日本語のキー"]
+    for partitions in (1, 4, 7):
+        ours = [key_partition(k, partitions) for k in keys]
+        assert ours == java_partitions(keys, partitions)

@@ -1,0 +1,344 @@
+"""`logwheel backfill` on a real broker and a real Spark (local mode, one session for the
+module, task retries allowed): the same outputs and state as streaming and the Harness, a
+hand-over to `logwheel run` with per-word counts exactly 1..n, bad input dead-lettered, and
+every output seen once by read_committed readers across a failed Spark task and a backfill
+killed with SIGKILL and run again."""
+
+from __future__ import annotations
+
+import collections
+import os
+import random
+import signal
+import subprocess
+import sys
+
+import pytest
+from confluent_kafka import KafkaException
+
+from changelog import ChangelogTable
+from framework.backfill import backfill
+from framework.backfill_plan import PLAN_KEY, Plan, backfill_topic, done_key, read_backfill_topic
+from framework.backfill_task import FAIL_ENV
+from framework.collector import ID_HEADER
+from framework.injector import Injector
+from framework.pipeline import PipelineError
+from framework.reset import reset
+from framework.serde import decoder_for
+from framework.spark import session
+from framework.testing import Harness
+from tests.support import (
+    REPO,
+    Job,
+    Wordcount,
+    import_job,
+    job_source,
+    produce,
+    read_topic,
+    wait_for,
+    wait_until_resettable,
+    write_job,
+)
+
+pytestmark = pytest.mark.timeout(900)
+
+T0 = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def spark():
+    # two cores, up to three attempts per task: a task that fails is retried
+    spark = session("local[2,3]", "logwheel-test-backfill")
+    yield spark
+    spark.stop()
+
+
+def state_of(bootstrap: str, changelog: str) -> dict:
+    with ChangelogTable(changelog, bootstrap=bootstrap) as table:
+        return dict(table.catch_up(progress=False).items())
+
+
+def produced(msgs: list, decode) -> collections.Counter:
+    """Outputs as a multiset of (partition, key, value, timestamp, id)."""
+    return collections.Counter(
+        (
+            m.partition(),
+            m.key().decode(),
+            repr(sorted(decode(m.value()).items())),
+            m.timestamp()[1],
+            dict(m.headers() or ()).get(ID_HEADER),
+        )
+        for m in msgs
+    )
+
+
+# -- equivalence ------------------------------------------------------------------------------
+
+
+def test_count_stage_equals_a_streaming_run(kafka, tmp_path, spark):
+    """Streaming counts the words; reset --wipe-state; the backfill counts them again: the
+    same outputs (partitions, keys, values, timestamps, ids) and the same final state.
+
+    Each partition's words are in timestamp order, as the backfill processes a key's records
+    (streaming: in offset order; the two agree on such input)."""
+    wc = Wordcount(kafka, tmp_path)
+    rng = random.Random(3)
+    words = [rng.choice(Wordcount.VOCABULARY[:60]) for _ in range(1500)]
+    produce(kafka, f"{wc.prefix}words", [(w, {"word": w}, T0 + i) for i, w in enumerate(words)])
+    job = wc.job(computations=["count-words"]).start()
+    changelog = f"{wc.name}.count-words.changelog"
+    try:
+        streamed = read_topic(kafka, wc.counts_topic, expect=len(words), timeout=120)
+        wait_for(lambda: len(state_of(kafka, changelog)) == len(set(words)), 60, what="state")
+    finally:
+        assert job.stop() == 0
+    decode = decoder_for("wordcount.WordCount")
+    streamed_state = state_of(kafka, changelog)
+    wait_until_resettable(wc.pipeline, "count-words", kafka, tmp_path / "state-a")
+    reset(wc.pipeline, "count-words", "earliest", bootstrap=kafka, state_dir=tmp_path / "x",
+          wipe_state=True)  # fmt: skip
+
+    summary = backfill(wc.pipeline, "count-words", bootstrap=kafka, spark=spark)
+
+    assert summary.records_in == len(words) and summary.records_out == len(words)
+    every = read_topic(kafka, wc.counts_topic, expect=2 * len(words), timeout=120)
+    mine = produced(every, decode) - produced(streamed, decode)
+    assert mine == produced(streamed, decode)
+    assert (
+        state_of(kafka, changelog)
+        == streamed_state
+        == {w: {"count": words.count(w)} for w in set(words)}
+    )
+
+
+WINDOWS_JOB = """
+from framework import InjectorWatermark, Pipeline
+from jobs.zeitgeist.computations import WindowCounter, query_key
+
+
+class Renamed:
+    \"\"\"The window counter's context with its `window-counts` renamed to OUT (streams are
+    named globally; each test has its own).\"\"\"
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def produce(self, stream, value, **kwargs):
+        self._ctx.produce(OUT, value, **kwargs)
+
+
+class Counter(WindowCounter):
+    def process_timer(self, ctx, timer):
+        super().process_timer(Renamed(ctx), timer)
+
+
+pipeline = Pipeline(NAME)
+pipeline.source(QUERIES, schema="zeitgeist.SearchQuery", watermark=InjectorWatermark("gen"))
+pipeline.computation(
+    "window-counter", Counter, inputs={QUERIES: query_key},
+    outputs={OUT: "zeitgeist.WindowCount"},
+)
+"""
+
+
+QUERIES = ["Cats", "cats ", "dogs", "Kafka streams", "spark", "rare query"]
+
+
+def windows_job(tmp_path, unique) -> tuple:
+    """The window counter under names of its own: (pipeline, queries stream, output, module)."""
+    name = unique("zg")
+    constants = {"NAME": name, "QUERIES": f"{name}-queries", "OUT": f"{name}-window-counts"}
+    module = write_job(tmp_path, name.replace("-", "_"), job_source(WINDOWS_JOB, **constants))
+    pipeline = import_job(tmp_path, module).pipeline
+    return pipeline, constants["QUERIES"], constants["OUT"], module
+
+
+def inject(pipeline, kafka, stream, harness, records, final) -> None:
+    """Send `records` through the injector and the Harness; the injector promises a watermark
+    every 100 records and `final` at the end (the Harness only `final`)."""
+    with Injector(pipeline, "gen", bootstrap=kafka) as injector:
+        for i, (query, ts) in enumerate(records):
+            injector.send(stream, {"query": query}, key=None, timestamp=ts)
+            harness.send(stream, None, {"query": query}, ts)
+            if i % 100 == 99:
+                injector.advance(min(ts - 500, final))
+        injector.advance(final)
+    harness.advance_watermark(final)
+
+
+def queries(rng, n: int, ts: int) -> list[tuple[str, int]]:
+    records = []
+    for _ in range(n):
+        ts += rng.randint(0, 40)
+        records.append((rng.choice(QUERIES), ts))
+    return records
+
+
+def window_counts(msgs) -> collections.Counter:
+    decode = decoder_for("zeitgeist.WindowCount")
+    return collections.Counter(
+        (m.key().decode(), repr(sorted(decode(m.value()).items())), m.timestamp()[1]) for m in msgs
+    )
+
+
+def harness_counts(records) -> collections.Counter:
+    return collections.Counter((r.key, repr(sorted(r.value.items())), r.timestamp) for r in records)
+
+
+def test_window_counter_equals_the_harness(kafka, tmp_path, spark, unique):
+    """Zeitgeist's window counter (event-time timers, watermarks from an injector): the
+    backfill's outputs and final state equal the Harness's on the same input."""
+    pipeline, stream, out, _ = windows_job(tmp_path, unique)
+    records = queries(random.Random(7), 600, T0)
+    final = records[-1][1] - 3_000  # the last windows stay open: their timers pending
+    harness = Harness(pipeline, "window-counter")
+    inject(pipeline, kafka, stream, harness, records, final)
+
+    summary = backfill(pipeline, "window-counter", bootstrap=kafka, spark=spark)
+
+    expected = harness.outputs(out)
+    assert summary.records_in == len(records) and summary.records_out == len(expected)
+    msgs = read_topic(kafka, out, expect=len(expected), timeout=60)
+    assert window_counts(msgs) == harness_counts(expected)
+    state = state_of(kafka, f"{pipeline.name}.window-counter.changelog")
+    keys = {" ".join(q.lower().split()) for q in QUERIES}
+    assert state == {k: harness.state(k) for k in keys if harness.state(k)}
+    pending = read_topic(kafka, f"{pipeline.name}.window-counter.timers", timeout=30, idle=2)
+    assert {m.key() for m in pending if m.value()} and len(harness.timers()) == len(keys)
+
+
+def test_window_counter_backfill_then_run_equals_the_harness(kafka, tmp_path, spark, unique):
+    """Backfill the window counter, inject more, `logwheel run` it: the streaming side takes
+    over the pending timers, state and watermark, and the two together emit exactly the
+    Harness's windows over the whole input (none twice, none missing)."""
+    pipeline, stream, out, module = windows_job(tmp_path, unique)
+    rng = random.Random(11)
+    history = queries(rng, 400, T0)
+    harness = Harness(pipeline, "window-counter")
+    inject(pipeline, kafka, stream, harness, history, history[-1][1] - 2_000)
+    backfill(pipeline, "window-counter", bootstrap=kafka, spark=spark)
+    rest = queries(rng, 400, history[-1][1])
+    inject(pipeline, kafka, stream, harness, rest, rest[-1][1] - 2_000)
+    expected = harness_counts(harness.outputs(out))
+
+    job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
+    job.start()
+    try:
+        msgs = read_topic(kafka, out, expect=sum(expected.values()), timeout=120)
+        more = read_topic(kafka, out, timeout=10, idle=3)  # anything twice comes after
+    finally:
+        job.stop()
+    assert window_counts(more if len(more) > len(msgs) else msgs) == expected
+
+
+# -- hand-over and bad input ------------------------------------------------------------------
+
+
+def test_backfill_then_run_counts_every_word_exactly_once(kafka, tmp_path, spark):
+    """Backfill both stages over the history (garbage among it), keep producing, then
+    `logwheel run` the rest: per word the counts are exactly 1..n; the garbage is in the
+    dead-letter topic with its reason and where it came from. While `run` runs, a backfill
+    is refused."""
+    wc = Wordcount(kafka, tmp_path)
+    wc.send_lines(200)
+    produce(kafka, wc.lines_topic, [("bad-1", "not a line object", None)])
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": kafka})
+    producer.produce(wc.lines_topic, b"\x00\xffnot json", b"bad-2")
+    producer.flush(30)
+    wc.send_lines(100)
+
+    split = backfill(wc.pipeline, "split-words", bootstrap=kafka, spark=spark)
+    count = backfill(wc.pipeline, "count-words", bootstrap=kafka, spark=spark)
+
+    assert split.records_in == 302 and split.dead_letters == 2
+    assert count.records_in == wc.total() and count.dead_letters == 0
+    dead = read_topic(kafka, f"{wc.name}.split-words.dlq", expect=2, timeout=60)
+    headers = {m.key(): dict(m.headers()) for m in dead}
+    assert headers[b"bad-1"]["logwheel.error.stage"] == b"process_record"
+    assert headers[b"bad-2"]["logwheel.error.stage"] == b"decode"
+    assert headers[b"bad-2"]["logwheel.source.topic"] == wc.lines_topic.encode()
+    assert dead[[m.key() for m in dead].index(b"bad-2")].value() == b"\x00\xffnot json"
+
+    wc.send_lines(150)
+    job = wc.job().start()
+    try:
+        wc.check_exact(wc.read_counts())
+        with pytest.raises(PipelineError, match="live member.*then backfill"):
+            backfill(wc.pipeline, "count-words", bootstrap=kafka, spark=spark)
+    finally:
+        job.stop()
+
+
+# -- exactly once across retries --------------------------------------------------------------
+
+
+def test_a_failed_spark_task_is_retried_and_its_output_seen_once(kafka, tmp_path, spark):
+    """Task 0's first attempt fails after part of its output is on the broker (uncommitted);
+    Spark retries it: read_committed sees every count once, read_uncommitted the debris."""
+    wc = Wordcount(kafka, tmp_path)
+    wc.send_lines(300)
+    backfill(wc.pipeline, "split-words", bootstrap=kafka, spark=spark)
+    os.environ[FAIL_ENV] = "0:20"
+    try:
+        summary = backfill(wc.pipeline, "count-words", bootstrap=kafka, spark=spark, tasks=2)
+    finally:
+        del os.environ[FAIL_ENV]
+    assert summary.records_in == wc.total()
+    counts = wc.read_counts()
+    wc.check_exact(counts)
+    everything = read_topic(kafka, wc.counts_topic, committed=False, timeout=30, idle=3)
+    assert len(everything) >= wc.total() + 20, "the failed attempt wrote nothing: no fault"
+
+
+def test_a_killed_backfill_run_again_finishes_its_plan_once(kafka, tmp_path):
+    """`logwheel backfill` is SIGKILLed (with its Spark) while one task has committed and the
+    other is stalled mid-transaction; run again, it finishes the same plan, skipping the
+    committed task: every count once, and the group's offsets at the end."""
+    wc = Wordcount(kafka, tmp_path)
+    wc.send_lines(300)
+    ref = f"{wc.unique.module}:pipeline"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    args = [sys.executable, "-m", "framework.cli", "backfill", ref, "--bootstrap", kafka,
+            "--master", "local[2]", "--tasks", "2"]  # fmt: skip
+    split = subprocess.run([*args, "--computation", "split-words"], env=env, cwd=REPO,
+                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert split.returncode == 0, split.stderr[-3000:]
+    count_args = [*args, "--computation", "count-words"]
+    log = open(tmp_path / "killed.log", "wb")  # noqa: SIM115
+    first = subprocess.Popen(count_args, env={**env, FAIL_ENV: "1:10:stall"}, cwd=REPO,
+                             stdout=log, stderr=log, start_new_session=True)  # fmt: skip
+    spec = wc.pipeline["count-words"]
+    topic = backfill_topic(spec)
+
+    def task0_committed():
+        try:
+            records = read_backfill_topic(kafka, topic)
+        except KafkaException:  # not created yet
+            return False
+        plan = records.get(PLAN_KEY)
+        return plan and done_key(Plan.from_json(plan).id, 0) in records
+
+    try:
+        wait_for(task0_committed, 300, interval=1, what="task 0 of the plan to commit")
+
+        def task1_stalled_mid_transaction() -> bool:
+            uncommitted = read_topic(kafka, wc.counts_topic, committed=False, idle=1)
+            return len(uncommitted) > len(read_topic(kafka, wc.counts_topic, idle=1))
+
+        wait_for(task1_stalled_mid_transaction, 120, interval=1, what="task 1's open writes")
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(30)
+        log.close()
+    rerun = subprocess.run(count_args, env=env, cwd=REPO, capture_output=True, text=True,
+                           timeout=600)  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"{wc.total()} records in" not in rerun.stdout  # task 0 was skipped, not redone
+    wc.check_exact(wc.read_counts())
+    plan = Plan.from_json(read_backfill_topic(kafka, topic)[PLAN_KEY])
+    assert plan.status == "done"
