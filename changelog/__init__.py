@@ -19,7 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from rich.progress import Progress
 
 from changelog.store import MemoryRows, RocksRows
-from framework.kafka import consumer_config
+from framework.kafka import consumer_config, unreachable
 from framework.serde import default_schemas
 
 __all__ = ["ChangelogTable"]
@@ -73,8 +73,8 @@ class ChangelogTable:
                     err = msg.error()
                     if err is not None and err.code() == KafkaError._PARTITION_EOF:
                         pending.discard(msg.partition())
-                    elif err is not None:
-                        raise KafkaException(err)
+                    elif err is not None and not unreachable(KafkaException(err)):
+                        raise KafkaException(err)  # a leader moving passes; the client retries
                 self._apply(msgs)
                 # positions count transaction markers, which no message reports
                 tps = [TopicPartition(self.topic, p) for p in pending]
