@@ -183,6 +183,7 @@ _UNREACHABLE = {
     KafkaError._ALL_BROKERS_DOWN,
     KafkaError._RESOLVE,
     KafkaError._DESTROY_BROKER,  # a broker's connection torn down while it restarts
+    KafkaError._UNKNOWN_PARTITION,  # metadata not yet refreshed after a broker restart
     KafkaError.REQUEST_TIMED_OUT,
     KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_NOT_AVAILABLE,

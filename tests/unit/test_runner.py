@@ -32,6 +32,7 @@ def test_unreachable_tells_a_passing_outage_from_a_real_error():
     assert unreachable(_down())
     assert unreachable(KafkaException(KafkaError(KafkaError.NOT_COORDINATOR)))
     assert unreachable(KafkaException(KafkaError(KafkaError._DESTROY_BROKER)))
+    assert unreachable(KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)))
     assert unreachable(TimeoutError("topics have no partition leaders"))
     assert not unreachable(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
     assert not unreachable(KafkaException(KafkaError(KafkaError._TRANSPORT, fatal=True)))
