@@ -253,7 +253,7 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
 def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int) -> dict:
     """One run of one contender: startup_s, seconds, first_s, records, cpu_s."""
     kind = CONTENDERS.get(contender) or "peer:" + ":".join(PEERS[contender])
-    name = f"{ws.run}-{kind.replace('_', '-').replace(':', '-')}-{attempt}"
+    name = f"{ws.run}-{kind.replace('_', '-').replace(':', '-').replace('+', '-')}-{attempt}"
     source, output = f"{name}-words", f"{name}-out"
     job = start(ws, kind, name, source, output)
     gate = Gate(ws.bootstrap, source, words)
@@ -345,7 +345,7 @@ def run(args: object, contenders: Sequence[str], words: list[str] | None = None)
     return rows
 
 
-COLUMNS = [("contender", -27), ("records", 8), ("seconds", 8), ("records/s", 10), ("ratio", 6)]
+COLUMNS = [("contender", -31), ("records", 8), ("seconds", 8), ("records/s", 10), ("ratio", 6)]
 COLUMNS += [("first s", 8), ("startup s", 9), ("CPU us/rec", 10), ("CPU ratio", 9)]
 COLUMNS += [("vs lw eos", 9), ("CPU/lw eos", 10), ("RSS MB", 7), ("lost", 5), ("dup", 6)]
 

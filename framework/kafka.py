@@ -100,17 +100,22 @@ def consumer_config(
     *,
     group: str | None = None,
     instance: str | None = None,
-    assignor: str = "cooperative-sticky",
+    assignor: str = "range",
     reader: str = "logwheel-unused",
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """read_committed consumer that never commits by itself: commits belong to the runner.
 
     `instance` makes the member static (KIP-345): a restarted process takes its partitions
-    back at once instead of waiting out its killed predecessor's session. Without `group`
-    the consumer only assigns partitions; librdkafka still wants a group id and looks up its
-    coordinator, which an authorizer checks (Describe on the group): `reader` is that id, so
-    a pipeline's readers pass one under the pipeline's prefix (`reader_group`)."""
+    back at once instead of waiting out its killed predecessor's session. Hence the eager
+    `range` assignor, which also co-locates partition p of every keyed topic: under
+    cooperative-sticky, a static member killed between the two rounds of an incremental
+    rebalance is replaced by one handed the first round's assignment, and the partitions it
+    was giving up stay owned by no member for good (tests/integration/test_membership.py).
+
+    Without `group` the consumer only assigns partitions; librdkafka still wants a group id and
+    looks up its coordinator, which an authorizer checks (Describe on the group): `reader` is
+    that id, so a pipeline's readers pass one under the pipeline's prefix (`reader_group`)."""
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "isolation.level": "read_committed",

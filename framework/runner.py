@@ -188,16 +188,8 @@ class Member:
             int(config.get("message.max.bytes", DEFAULT_MAX_BYTES)),
         )
         self.collector = Collector(config, limits)
-        # Range co-locates partition p of every keyed topic; with one, cooperative is better.
-        cooperative = len(spec.keyed_topics) == 1
         self.consumer = Consumer(
-            consumer_config(
-                bootstrap,
-                group=spec.group,
-                instance=instance,
-                assignor="cooperative-sticky" if cooperative else "range",
-                extra=extra,
-            )
+            consumer_config(bootstrap, group=spec.group, instance=instance, extra=extra)
         )
         self.committer = Committer(spec, self.collector, self.consumer, instance)
         reader = reader_group(spec.group)
@@ -227,7 +219,6 @@ class Member:
             self.channels,
             self.restorer,
             runner.dir,
-            cooperative,
             self.tables,
             runner.standby,
         )

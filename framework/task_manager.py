@@ -35,7 +35,6 @@ class TaskManager:
         channels: WatermarkChannels,
         restorer: Restorer,
         state_dir: Path,
-        cooperative: bool,
         tables: Tables | None = None,
         standby: int = 0,
     ) -> None:
@@ -45,7 +44,6 @@ class TaskManager:
         self.channels = channels
         self.restorer = restorer
         self.state_dir = state_dir
-        self.cooperative = cooperative
         self.tables = tables
         self.standby = standby
         self.standbys: dict[int, TaskStore] = {}  # followed, not owned
@@ -63,10 +61,7 @@ class TaskManager:
         runs (called from the rebalance callback: nothing slow happens here)."""
         starts = self._starts(tps)
         positioned = [TopicPartition(t, p, offset) for (t, p), offset in starts.items()]
-        if self.cooperative:
-            self.consumer.incremental_assign(positioned)
-        else:
-            self.consumer.assign(positioned)
+        self.consumer.assign(positioned)
         self.consumer.pause(tps)
         self.waiting.update(starts)
 

@@ -64,7 +64,6 @@ def test_second_instance_takes_half(kafka, tmp_path):
         wc.send_lines(1_000)
         b = wc.job("b", computations=["split-words", "count-words"]).start()
         try:
-            # cooperative rebalancing moves partitions in two steps: wait for the second
             wait_for(
                 lambda: sorted(_members(kafka, group).values()) == [2, 2],
                 90,

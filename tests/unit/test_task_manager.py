@@ -29,7 +29,7 @@ class FakeConsumer:
     def get_watermark_offsets(self, tp, timeout):
         return (0, 0)
 
-    def incremental_assign(self, tps):
+    def assign(self, tps):
         self.calls.append(("assign", [(t.topic, t.partition, t.offset) for t in tps]))
 
     def pause(self, tps):
@@ -95,7 +95,7 @@ def manager(tmp_path, committed=None):
     spec = pipeline["count-words"]
     rt = Runtime(pipeline, spec, FakeCollector(), {"tm-words": 4}, ErrorPolicy("tm", "skip"))
     consumer, restorer = FakeConsumer(committed or {}), FakeRestorer()
-    tm = TaskManager(rt, consumer, FakeChannels(), restorer, tmp_path, cooperative=True)
+    tm = TaskManager(rt, consumer, FakeChannels(), restorer, tmp_path)
     return tm, consumer, restorer
 
 
