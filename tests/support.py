@@ -163,10 +163,16 @@ def produce(
     records: Iterable[tuple[str | None, object, int | None]],
     kafka: dict | None = None,
 ) -> int:
-    """Produce (key, JSON value, timestamp) records; returns how many. `kafka`: extra client
-    settings (SASL, SSL, ...)."""
+    """Produce (key, JSON value, timestamp) records, in order within each partition (a retry
+    under load must not reorder them: tests compare offset order with timestamp order);
+    returns how many. `kafka`: extra client settings (SASL, SSL, ...)."""
     producer = Producer(
-        {**(kafka or {}), "bootstrap.servers": bootstrap, "partitioner": "murmur2_random"}
+        {
+            **(kafka or {}),
+            "bootstrap.servers": bootstrap,
+            "partitioner": "murmur2_random",
+            "enable.idempotence": True,
+        }
     )
     n = 0
     for key, value, ts in records:
