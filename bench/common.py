@@ -14,7 +14,6 @@ import math
 import os
 import platform
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
@@ -319,13 +318,6 @@ class Scraper(Worker):
             raise RuntimeError(f"scraping {self.url} failed: {self.error!r}")
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (for a process to listen on)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def check(job: Job, *workers: Worker, deadline: float = math.inf, what: str = "") -> None:
     """Raise if a worker failed, the job exited, or `deadline` (monotonic) has passed."""
     for worker in workers:
@@ -387,14 +379,11 @@ def cpu_seconds(pid: int) -> float | None:
     /proc; None elsewhere)."""
     if not Path(f"/proc/{pid}/stat").exists():
         return None
-    total, stack, tick = 0.0, [pid], os.sysconf("SC_CLK_TCK")
-    while stack:
-        p = stack.pop()
+    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
+    for p in _tree(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-            for task in Path(f"/proc/{p}/task").iterdir():
-                stack += [int(c) for c in (task / "children").read_text().split()]
         except (FileNotFoundError, ProcessLookupError):
             continue
+        total += (int(fields[11]) + int(fields[12])) / tick
     return total

@@ -66,6 +66,7 @@ from confluent_kafka import Producer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers  # noqa: E402
 from framework import Pipeline  # noqa: E402
+from framework.broker import any_free_port  # noqa: E402
 from framework.kafka import producer_config  # noqa: E402
 from jobs.wordcount import CountWords  # noqa: E402
 from tests.support import Job, unique_name  # noqa: E402
@@ -240,7 +241,7 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
         pipeline = ws.pipeline("bench.throughput:count_words", name, source, output, guarantee)
         job = ws.job(pipeline, "count-words")
         if metrics:
-            job.args += ["--metrics-port", str(common.free_port())]
+            job.args += ["--metrics-port", str(any_free_port())]
         return job
     ws.create_topics([source, output], PARTITIONS)
     ws.groups.append(name)

@@ -73,7 +73,7 @@ class ChangelogTable:
                     err = msg.error()
                     if err is not None and err.code() == KafkaError._PARTITION_EOF:
                         pending.discard(msg.partition())
-                    elif err is not None and not unreachable(KafkaException(err)):
+                    elif err is not None and not unreachable(err):
                         raise KafkaException(err)  # a leader moving passes; the client retries
                 self._apply(msgs)
                 # positions count transaction markers, which no message reports

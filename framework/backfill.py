@@ -45,8 +45,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from framework.api import MIN_TIME
 from framework.backfill_plan import (
@@ -70,6 +70,7 @@ from framework.clock import now_ms
 from framework.kafka import client_config, consumer_config, producer_config
 from framework.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.reset import refuse_live_members
+from framework.topics import ensure_topics
 from framework.watermarks import Mark, encode_mark, task_producer
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ def backfill(
     kafka = dict(kafka or {})
     admin = AdminClient(client_config(bootstrap, kafka))
     refuse_live_members(admin, spec, then="backfill")
-    _ensure_backfill_topic(admin, spec)
+    ensure_topics(admin, [backfill_topic_spec(spec)])
     own_session = spark is None
     if own_session:
         from framework.spark import session
@@ -167,28 +168,6 @@ def backfill(
     )
 
 
-def _ensure_backfill_topic(admin: AdminClient, spec: ComputationSpec) -> None:
-    """Create the computation's backfill topic unless it exists; return once it has a leader."""
-    topic = backfill_topic_spec(spec)
-    if topic.name not in admin.list_topics(timeout=30).topics:
-        new = NewTopic(topic.name, topic.partitions, -1, config=dict(topic.config))
-        for future in admin.create_topics([new], operation_timeout=30).values():
-            try:
-                future.result()
-            except KafkaException as error:  # a concurrent creator is fine
-                if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise PipelineError(f"cannot create {topic.name}: {error}") from None
-    deadline = time.monotonic() + 30
-    while True:
-        found = admin.list_topics(topic.name, timeout=30).topics.get(topic.name)
-        partitions = found.partitions if found is not None and found.error is None else {}
-        if partitions and all(p.leader >= 0 for p in partitions.values()):
-            return
-        if time.monotonic() > deadline:
-            raise PipelineError(f"{topic.name} has no leader after 30 s: is the broker healthy?")
-        time.sleep(0.1)
-
-
 # -- the plan -------------------------------------------------------------------------------
 
 
@@ -202,9 +181,7 @@ def _make_plan(
     until: str,
     tasks: int | None,
 ) -> Plan:
-    config = consumer_config(bootstrap, extra=kafka)
-    config["group.id"] = spec.group
-    consumer = Consumer(config)
+    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
     try:
         ranges = resolve_ranges(consumer, spec, start, until)
         changelog_end = journal_ends(consumer, spec.changelog, spec.partitions)
@@ -339,9 +316,7 @@ def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: s
         bootstrap, transactional_id=f"{spec.group}.backfill.{plan.id}.finish", extra=kafka
     )
     producer = Producer(config)
-    consumer_conf = consumer_config(bootstrap, extra=kafka)
-    consumer_conf["group.id"] = spec.group
-    consumer = Consumer(consumer_conf)
+    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
     try:
         producer.init_transactions(60)
         producer.begin_transaction()

@@ -21,9 +21,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 
 from framework.api import MIN_TIME
 from framework.clock import now_ms
-from framework.kafka import consumer_config, producer_config
+from framework.kafka import consumer_config, producer_config, reader_group
 from framework.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
-from framework.reset import parse_point
+from framework.reset import offset_at, parse_point
 from framework.topics import COMPACT, TopicSpec
 from framework.watermarks import Published, decode_mark, partition_watermark, task_producer
 
@@ -104,20 +104,20 @@ class Plan:
 
 def read_backfill_topic(bootstrap: str, topic: str, kafka: dict | None = None) -> dict[str, bytes]:
     """The latest value per key of the backfill topic (read_committed), tombstones removed."""
-    return read_compacted(bootstrap, topic, 0, None, kafka)
+    # the topic is `<group>.backfill` (backfill_topic): read as the group's readers are
+    return read_compacted(bootstrap, topic, reader_group(topic.removesuffix(".backfill")), kafka)
 
 
 def read_compacted(
-    bootstrap: str, topic: str, partition: int, end: int | None, kafka: dict | None = None
+    bootstrap: str, topic: str, reader: str, kafka: dict | None = None
 ) -> dict[str, bytes]:
-    """Latest value per key of one partition of a compacted topic, up to `end` (else its
-    current end)."""
-    consumer = Consumer(consumer_config(bootstrap, extra=kafka))
+    """Latest value per key of partition 0 of a compacted topic, up to its current end;
+    `reader` is the consumer's group id (`kafka.reader_group`)."""
+    consumer = Consumer(consumer_config(bootstrap, reader=reader, extra=kafka))
     latest: dict[str, bytes] = {}
     try:
-        tp = TopicPartition(topic, partition, OFFSET_BEGINNING)
-        low, high = consumer.get_watermark_offsets(tp, 30)
-        end = high if end is None else end
+        tp = TopicPartition(topic, 0, OFFSET_BEGINNING)
+        low, end = consumer.get_watermark_offsets(tp, 30)
         if end <= low:
             return latest
         consumer.assign([tp])
@@ -176,19 +176,10 @@ def resolve_ranges(
         committed = consumer.committed(tps, timeout=30)
         for tp, have in zip(tps, committed, strict=True):
             low, high = consumer.get_watermark_offsets(tp, 30)
-            first = have.offset if have.offset >= 0 else _offset(consumer, tp, begin, low, high)
-            last = _offset(consumer, tp, end_point, low, high)
+            first = have.offset if have.offset >= 0 else offset_at(consumer, tp, begin, low, high)
+            last = offset_at(consumer, tp, end_point, low, high)
             ranges.append(Range(topic, tp.partition, first, max(first, last), stream, keyed))
     return tuple(ranges)
-
-
-def _offset(consumer: Consumer, tp: TopicPartition, point: str | int, low: int, high: int) -> int:
-    if point == "earliest":
-        return low
-    if point == "latest":
-        return high
-    found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, point)], 30)[0]
-    return found.offset if found.offset >= 0 else high
 
 
 def journal_ends(consumer: Consumer, topic: str, partitions: int) -> dict[int, int]:
@@ -205,7 +196,9 @@ def start_watermarks(
     latest marks by producer, from the computation's own watermark channel."""
     marks = {
         producer: decode_mark(raw)
-        for producer, raw in read_compacted(bootstrap, spec.watermarks, 0, None, kafka).items()
+        for producer, raw in read_compacted(
+            bootstrap, spec.watermarks, reader_group(spec.group), kafka
+        ).items()
     }
     watermarks = {}
     for p in range(spec.partitions):
@@ -239,6 +232,15 @@ def end_watermark(
     empty one is idle) of the highest timestamp less the bound (`BoundedOutOfOrderness`), or
     what the writers' marks on their channels promise for the end of the range (injectors,
     upstream computations). None when some input's watermark is never known."""
+    reader = reader_group(spec.group)
+    marks: dict[str, list] = {}  # channel -> its marks, each channel read once
+
+    def marks_of(channel: str) -> list:
+        if channel not in marks:
+            raw = read_compacted(bootstrap, channel, reader, kafka).values()
+            marks[channel] = [decode_mark(r) for r in raw]
+        return marks[channel]
+
     per_input = []
     for i in spec.inputs:
         mine = [r for r in ranges if r.stream == i.stream]
@@ -256,8 +258,8 @@ def end_watermark(
             published, channels = partition_watermark(pipeline, i.stream, r.topic, r.partition)
             assert isinstance(published, Published)
             for channel in channels:
-                for raw in read_compacted(bootstrap, channel, 0, None, kafka).values():
-                    published.offer(decode_mark(raw))
+                for mark in marks_of(channel):
+                    published.offer(mark)
             published.advance(r.end)
             values.append(published.value())
         known = [w for w, idle in values if not idle]

@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from framework.backfill_plan import Plan, Range
 from framework.backfill_task import BAD, RECORD, STATE, TIMER, route
-from framework.kafka import consumer_config, java_settings
+from framework.kafka import consumer_config, java_settings, reader_group
 from framework.pipeline import ComputationSpec, Pipeline
 
 
@@ -58,8 +58,10 @@ def read(spark: Any, ranges: Iterable[Range], bootstrap: str, kafka: dict) -> An
     return reader.load()
 
 
-def journal_ranges(topic: str, ends: dict[int, int], bootstrap: str, kafka: dict) -> list[Range]:
-    consumer = Consumer(consumer_config(bootstrap, extra=kafka))
+def journal_ranges(
+    topic: str, ends: dict[int, int], bootstrap: str, reader: str, kafka: dict
+) -> list[Range]:
+    consumer = Consumer(consumer_config(bootstrap, reader=reader, extra=kafka))
     try:
         lows = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[0] for p in ends}
     finally:
@@ -82,7 +84,8 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
                "headers", "stream", "keyed", "stage", "error_type", "error"]  # fmt: skip
 
     def latest(topic: str, ends: dict[int, int]) -> Any:
-        frame = read(spark, journal_ranges(topic, ends, bootstrap, kafka), bootstrap, kafka)
+        ranges = journal_ranges(topic, ends, bootstrap, reader_group(spec.group), kafka)
+        frame = read(spark, ranges, bootstrap, kafka)
         if frame is None:
             return None
         newest = Window.partitionBy("key").orderBy(F.col("offset").desc())

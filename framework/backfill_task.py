@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,9 +35,10 @@ from framework.executor import Executor
 from framework.kafka import producer_config
 from framework.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.pipeline import ComputationSpec, Pipeline
-from framework.serde import decoder_for, encoder_for
+from framework.serde import decoder_for
 from framework.state import timer_key
-from framework.task import Runtime, TaskOutput, decode_timer
+from framework.task import Runtime, TaskOutput, decode_timer, encode_timer
+from framework.testing import MemoryStateBackend, MemoryTimerBackend
 
 STATE, TIMER, RECORD, BAD = 0, 1, 2, 3
 """Kinds of rows a task receives, in the order it sorts them."""
@@ -54,8 +55,6 @@ class InjectedFault(BaseException):  # noqa: N818 - not an Exception: no hook ma
 
 TRANSACTION_TIMEOUT_MS = 600_000
 """A task's transaction lasts as long as the task; the broker's default maximum is 15 min."""
-
-_encode_timer = encoder_for("logwheel.TimerEntry")
 
 
 def key_partition(key: str, partitions: int) -> int:
@@ -162,20 +161,6 @@ class TaskSettings:
     fault: str | None = None  # FAIL_ENV as the driver found it
 
 
-class _Memory:
-    """The task's committed state and timers as they stood when the plan was made."""
-
-    def __init__(self) -> None:
-        self.docs: dict[str, bytes] = {}
-        self.timers: list = []
-
-    def load(self, key: str) -> bytes | None:
-        return self.docs.get(key)
-
-    def load_all(self) -> Iterable:
-        return self.timers
-
-
 def run_task(settings: TaskSettings, index: int, rows: Iterator[Any], attempt: int) -> str:
     """Run Spark task `index` of the plan; returns its completion record (JSON): counts, the
     last offset it wrote per output partition, its pending event-time timers' earliest time
@@ -228,7 +213,8 @@ class _TaskRun:
             settings.pipeline, spec, collector, {}, ErrorPolicy(spec.group, spec.on_error)
         )
         self.output = _CountingOutput(self.runtime, self)
-        self.memory = _Memory()
+        # the keys' committed state and timers as they stood when the plan was made
+        self.state, self.timers = MemoryStateBackend(), MemoryTimerBackend()
         self.partition_of: dict[str, int] = {}
         self.records_in = 0
         self.records_out = 0
@@ -243,11 +229,12 @@ class _TaskRun:
                 :11
             ]
             if kind == STATE:
-                self.memory.docs[key] = bytes(value)
+                self.state.docs[key] = bytes(value)
                 self.partition_of.setdefault(key, partition)
                 continue
             if kind == TIMER:
-                self.memory.timers.append((key, decode_timer(bytes(value))))
+                timer = decode_timer(bytes(value))
+                self.timers.timers[(key, timer.tag)] = timer
                 self.partition_of.setdefault(key, partition)
                 continue
             if executor is None:
@@ -284,7 +271,7 @@ class _TaskRun:
     def _executor(self) -> Executor:
         limit = self.collector.limits.of(self.s.spec.changelog).max_bytes
         executor = Executor(
-            self.s.spec, self.memory, self.memory, self.output, state_max_bytes=limit
+            self.s.spec, self.state, self.timers, self.output, state_max_bytes=limit
         )
         executor.advance_watermark(self.s.start_watermark)
         return executor
@@ -327,10 +314,7 @@ class _TaskRun:
         for key, raw in executor.state.changes():
             send(spec.changelog, key.encode(), raw, partition=partition(key))
         for key, tag, timer in executor.timers.changes():
-            value = None
-            if timer is not None:
-                entry = {"key": key, "tag": tag, "time": timer.time, "domain": timer.domain}
-                value = _encode_timer(entry)
+            value = encode_timer(key, tag, timer)
             send(spec.timers, timer_key(key, tag), value, partition=partition(key))
         earliest: dict[int, int] = {}
         for key, timer in executor.timers.pending():

@@ -33,7 +33,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from framework.broker_security import ADMIN_USER, Credentials, SecurityError, write_private
+from framework.broker_security import (
+    ADMIN_USER,
+    Credentials,
+    SecurityError,
+    last_line,
+    write_private,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PORT = 9092
@@ -289,9 +295,9 @@ class Broker:
             origin = "asked for"
         default = DEFAULT_SECURE_PORT if self.secure else DEFAULT_PORT
         if wanted is None:
-            port = default if _free(default) else _any_free_port()
+            port = default if _free(default) else any_free_port()
         elif wanted == 0:
-            port = _any_free_port()
+            port = any_free_port()
         elif _free(wanted):
             port = wanted
         else:
@@ -301,7 +307,7 @@ class Broker:
             )
         controller = saved.get("controller_port", port + 1)
         if controller == port or not _free(controller):
-            controller = _any_free_port(avoid=port)
+            controller = any_free_port(avoid=port)
         ports = {"port": port, "controller_port": controller}
         self.ports_file.write_text(json.dumps(ports) + "\n")
         return ports
@@ -345,8 +351,7 @@ class Broker:
         finally:
             self.credentials.forget_format_arguments()
         if done.returncode != 0:
-            detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            reason = self.credentials.redact(detail[0])
+            reason = self.credentials.redact(last_line(done))
             raise BrokerError(f"formatting {self.data_dir} failed: {reason}")
 
     def _spawn(self, java: str, jars: Path) -> int:
@@ -502,7 +507,7 @@ def _free(port: int) -> bool:
         return True
 
 
-def _any_free_port(avoid: int = 0) -> int:
+def any_free_port(avoid: int = 0) -> int:
     """A free port below the kernel's ephemeral range: a port the kernel hands out could be
     taken by any client's outgoing connection while the JVM starts or restarts (seen as a
     broker that exits at start, its port in use)."""

@@ -112,8 +112,7 @@ class Credentials:
                 [keytool, *args, *where], env=env, capture_output=True, text=True, timeout=120
             )
             if done.returncode != 0:
-                detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-                raise SecurityError(f"keytool failed making the {what}: {detail[0]}")
+                raise SecurityError(f"keytool failed making the {what}: {last_line(done)}")
         for path in (self.ca_store, self.keystore, self.truststore):
             os.chmod(path, 0o600)
         csr.unlink()
@@ -212,6 +211,12 @@ class Credentials:
             f"grant the job user a pipeline's ACLs: logwheel acls MODULE:ATTR --principal "
             f"User:{JOB_USER} --create --bootstrap {bootstrap} --config {admin}",
         ]
+
+
+def last_line(done: subprocess.CompletedProcess) -> str:
+    """What a failed command said last (its stderr, else its stdout)."""
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    return lines[-1] if lines else "no output"
 
 
 def write_private(path: Path, text: str) -> None:

@@ -72,12 +72,14 @@ class Collector:
         headers: list[tuple[str, bytes]] | None = None,
         partition: int | None = None,
     ) -> None:
-        kwargs = {} if partition is None else {"partition": partition}
-        if timestamp is not None:
-            kwargs["timestamp"] = timestamp
+        # -1 and 0 are confluent-kafka's own defaults: the partitioner picks, the time is now
+        partition = -1 if partition is None else partition
+        timestamp = timestamp or 0
         while True:
             try:
-                self.producer.produce(topic, value, key, headers=headers, **kwargs)
+                self.producer.produce(
+                    topic, value, key, partition, timestamp=timestamp, headers=headers
+                )
                 return
             except BufferError:
                 self.producer.poll(0.05)

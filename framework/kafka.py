@@ -115,7 +115,8 @@ def consumer_config(
 
     Without `group` the consumer only assigns partitions; librdkafka still wants a group id and
     looks up its coordinator, which an authorizer checks (Describe on the group): `reader` is
-    that id, so a pipeline's readers pass one under the pipeline's prefix (`reader_group`)."""
+    that id, so a pipeline's readers pass one under the pipeline's prefix (`reader_group`),
+    and those that read or move a group's committed offsets pass that group."""
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "isolation.level": "read_committed",
@@ -199,13 +200,12 @@ _UNREACHABLE = {
 }
 
 
-def unreachable(error: BaseException) -> bool:
-    """Whether `error` says the cluster could not be reached or was between leaders (a broker
-    down or restarting): that passes, so the caller waits and tries again, where a
-    configuration error or a fenced producer would not."""
+def unreachable(error: BaseException | KafkaError) -> bool:
+    """Whether `error` (raised, or a message's error) says the cluster could not be reached or
+    was between leaders (a broker down or restarting): that passes, so the caller waits and
+    tries again, where a configuration error or a fenced producer would not."""
     if isinstance(error, TimeoutError):
         return True
-    if not isinstance(error, KafkaException) or not error.args:
-        return False
-    err = error.args[0]
-    return isinstance(err, KafkaError) and not err.fatal() and err.code() in _UNREACHABLE
+    if isinstance(error, KafkaException) and error.args:
+        error = error.args[0]
+    return isinstance(error, KafkaError) and not error.fatal() and error.code() in _UNREACHABLE

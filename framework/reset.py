@@ -70,9 +70,7 @@ def reset(
     point = parse_point(to)
     admin = AdminClient(client_config(bootstrap, kafka))
     refuse_live_members(admin, spec)
-    config = consumer_config(bootstrap, extra=kafka)
-    config["group.id"] = spec.group
-    consumer = Consumer(config)
+    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
     try:
         offsets = _plan(consumer, spec, point)
         plan = [f"{tp.topic}[{tp.partition}] -> offset {tp.offset}" for tp in offsets]
@@ -148,18 +146,21 @@ def _plan(consumer: Consumer, spec: ComputationSpec, point: str | int) -> list[T
             if topic not in metadata:
                 continue
             for p in sorted(metadata[topic].partitions):
-                offsets.append(_offset(consumer, TopicPartition(topic, p), where))
+                tp = TopicPartition(topic, p)
+                low, high = consumer.get_watermark_offsets(tp, 30)
+                offsets.append(TopicPartition(topic, p, offset_at(consumer, tp, where, low, high)))
     return offsets
 
 
-def _offset(consumer: Consumer, tp: TopicPartition, where: str | int) -> TopicPartition:
-    low, high = consumer.get_watermark_offsets(tp, 30)
+def offset_at(consumer: Consumer, tp: TopicPartition, where: str | int, low: int, high: int) -> int:
+    """The offset of `where` (earliest, latest or a time in ms) in `tp`, whose offsets run
+    from `low` to `high`: the first record at or after the time, else the end."""
     if where == "earliest":
-        return TopicPartition(tp.topic, tp.partition, low)
+        return low
     if where == "latest":
-        return TopicPartition(tp.topic, tp.partition, high)
+        return high
     found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, where)], 30)[0]
-    return TopicPartition(tp.topic, tp.partition, found.offset if found.offset >= 0 else high)
+    return found.offset if found.offset >= 0 else high
 
 
 def _recreate(

@@ -441,7 +441,8 @@ def encode_json(value: Any) -> bytes:
     standard library's encoder was the largest single cost there). Where orjson would differ
     from the standard library's strict JSON, the standard library decides: anything orjson
     refuses (integers past 64 bits, surrogates, sets...) and any output holding `null`,
-    since orjson writes NaN and infinities as null where they must be refused.
+    since orjson writes NaN and infinities as null where they must be refused. orjson also
+    writes UUIDs and enums (as their string and value), which the standard library refused.
     """
     try:
         data = _orjson_dumps(value, option=_ORJSON)

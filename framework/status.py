@@ -54,9 +54,7 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
         channels.catch_up()
         for spec in pipeline.computations.values():
             owners = _owners(admin, spec.group)
-            config = consumer_config(bootstrap, extra=kafka)
-            config["group.id"] = spec.group
-            consumer = Consumer(config)
+            consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
             try:
                 tps = [
                     TopicPartition(t, p)

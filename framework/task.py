@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaException, Message
+from confluent_kafka import Message
 
 from framework.api import MIN_TIME, Record, Timer, make_record
 from framework.collector import ID_HEADER, Collector
@@ -36,6 +36,13 @@ from framework.watermarks import (
 
 _encode_timer = encoder_for("logwheel.TimerEntry")
 _decode_timer_entry = decoder_for("logwheel.TimerEntry")
+
+
+def encode_timer(key: str, tag: str, timer: Timer | None) -> bytes | None:
+    """A timer journal value (None: the timer is gone, a tombstone)."""
+    if timer is None:
+        return None
+    return _encode_timer({"key": key, "tag": tag, "time": timer.time, "domain": timer.domain})
 
 
 def decode_timer(raw: bytes) -> Timer:
@@ -285,14 +292,7 @@ class KeyedTask(Task):
         for key, value in self._states:
             send(spec.changelog, key, value, partition=p)
         self._timers = [
-            (
-                timer_key(key, tag),
-                None
-                if timer is None
-                else _encode_timer(
-                    {"key": key, "tag": tag, "time": timer.time, "domain": timer.domain}
-                ),
-            )
+            (timer_key(key, tag), encode_timer(key, tag, timer))
             for key, tag, timer in self.executor.timers.changes()
         ]
         for key, value in self._timers:
@@ -341,12 +341,7 @@ class TaskOutput:
     def produce(self, encoded: tuple[str, bytes, bytes, int, str]) -> None:
         stream, key, payload, timestamp, record_id = encoded
         headers = [(ID_HEADER, record_id.encode())]
-        try:  # the usual case, without the collector's retry loop around it
-            self.collector.producer.produce(
-                stream, payload, key, timestamp=timestamp, headers=headers
-            )
-        except (BufferError, KafkaException):  # nothing was queued: the collector handles it
-            self.collector.send(stream, key, payload, timestamp=timestamp, headers=headers)
+        self.collector.send(stream, key, payload, timestamp=timestamp, headers=headers)
 
     def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
         try:

@@ -164,11 +164,17 @@ def create_topics(
     once every planned topic has a leader for each partition. Replication factor and
     min.insync.replicas follow the cluster's defaults.
     """
-    from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
 
-    plan = pipeline_topics(pipeline)
     admin = AdminClient({**dict(client_config or {}), "bootstrap.servers": bootstrap})
+    return ensure_topics(admin, pipeline_topics(pipeline), timeout)
+
+
+def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> list[str]:
+    """`create_topics` for the topics in `plan`, with an admin client of the caller's."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic
+
     existing = admin.list_topics(timeout=timeout).topics
     present = [s for s in plan if s.name in existing]
     policies = _cleanup_policies(admin, [s.name for s in present if s.compacted], timeout)

@@ -16,7 +16,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from framework.broker import _any_free_port
+from framework.broker import any_free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -120,7 +120,7 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 def test_data_survives_stop_and_start_through_the_cli(tmp_path):
-    port = _any_free_port()
+    port = any_free_port()
     env = {**os.environ, "LOGWHEEL_BROKER_DIR": str(tmp_path / "broker")}
     env["LOGWHEEL_BROKER_PORT"] = str(port)
     try:

@@ -42,14 +42,14 @@ def test_chosen_ports_lie_below_the_ephemeral_range(tmp_path):
     """A port in the kernel's ephemeral range may be taken by a client's outgoing connection
     while the broker starts."""
     assert broker_mod._ephemeral_low() > 10_000
-    ports = [broker_mod._any_free_port() for _ in range(50)]
+    ports = [broker_mod.any_free_port() for _ in range(50)]
     assert all(port < broker_mod._ephemeral_low() for port in ports)
     (tmp_path / "range").write_text("20000\t60999\n")
     assert broker_mod._ephemeral_low(tmp_path / "range") == 20000
 
 
 def test_env_port_is_used(home, monkeypatch):
-    free = broker_mod._any_free_port()
+    free = broker_mod.any_free_port()
     monkeypatch.setenv("LOGWHEEL_BROKER_PORT", str(free))
     assert _choose(home)["port"] == free
 
