@@ -126,3 +126,9 @@ def test_backfill(kafka: str, tmp_path: Path) -> None:
         assert row["outputs"] == row["records"] > 0, row  # one output per input, no more
         assert row["seconds"] > 0 and row["cpu_s"] > 0
     assert 0 < rows[0]["in_run_s"] < rows[0]["seconds"]
+
+
+def test_idle(kafka: str, tmp_path: Path) -> None:
+    _, report = quick_run("idle", kafka, tmp_path)
+    assert set(report["records_per_s"]) == {"__transaction_state", "__consumer_offsets"}
+    assert report["seconds"] >= 3 and report["cpu_cores"] is not None
