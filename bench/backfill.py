@@ -1,8 +1,8 @@
 """Backfill throughput beside streaming catch-up: wordcount's CountWords over the same history.
 
-For each size (a quarter, half and all of `--records`): a pre-filled `words` topic (JSON
-{"word": w} keyed by the word, Zipf over 10,000 words, 4 partitions); then, each with a
-consumer group, changelog and output topic of its own:
+For each size (half and all of `--records`; `--sizes 3` adds a quarter): a pre-filled `words`
+topic (JSON {"word": w} keyed by the word, Zipf over 10,000 words, 4 partitions); then, each
+with a consumer group, changelog and output topic of its own:
 
 - `backfill`: `logwheel backfill --master local[2]` as a process of its own (what a user runs:
   JVM and Spark startup included); `seconds` from launch until it exited, `in-run s` the
@@ -108,7 +108,7 @@ def run_streaming(ws: common.Workspace, name: str, words: str, records: int) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = common.Arguments(
-        __doc__.splitlines()[0], {"records": 1_000_000, "sizes": 3}, {"records": 4_000, "sizes": 1}
+        __doc__.splitlines()[0], {"records": 1_000_000, "sizes": 2}, {"records": 4_000, "sizes": 1}
     )
     args = parser.parse(argv)
     sizes = [args.records >> shift for shift in reversed(range(args.sizes))]

@@ -92,7 +92,7 @@ PEERS = {
     "faust at_least_once": ("faust", "at_least_once"),
 }
 """Peers (bench/peers.py), measured with --peers or LOGWHEEL_BENCH_PEERS=1."""
-SHORTER = {"faust at_least_once": 10}
+SHORTER = {"faust at_least_once": 20}
 """Contenders about 20x slower than the rest read 1/N of the input (the first records), so
 that a full run stays within make bench's time: per-record figures stay comparable."""
 BARE = "bare loop"
@@ -405,13 +405,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--contender",
         action="append",
-        choices=[c for c in CONTENDERS if c != BARE],
-        help="measure only these logwheel contenders (repeatable); the bare loop always runs",
+        choices=[c for c in [*CONTENDERS, *PEERS] if c != BARE],
+        help="measure only these contenders (repeatable); the bare loop always runs",
     )
     peers.add_option(parser, "also the peers, each in a virtualenv of its own")
     args = parser.parse(argv)
     contenders = [BARE] + [c for c in (args.contender or CONTENDERS) if c != BARE]
-    contenders += list(PEERS) if args.peers else []
+    contenders += [p for p in PEERS if args.peers and p not in contenders]
 
     print(f"throughput: the count-words stage, {args.records} records, on {args.bootstrap}")
     rows = run(args, contenders)

@@ -28,7 +28,7 @@ from kafka.partitioner.default import murmur2
 
 from framework.api import EVENT, Record
 from framework.backfill_plan import done_key, read_backfill_topic
-from framework.collector import ID_HEADER, Collector
+from framework.collector import ID_HEADER, Collector, Outgoing
 from framework.dead_letters import ErrorPolicy
 from framework.errors import BadRecord
 from framework.executor import Executor
@@ -339,9 +339,10 @@ class _CountingOutput(TaskOutput):
         super().__init__(runtime)
         self._run = run
 
-    def produce(self, encoded: tuple[str, bytes, bytes, int, str]) -> None:
-        super().produce(encoded)
-        self._run.produced()
+    def produce_all(self, encoded: list[Outgoing]) -> None:
+        for production in encoded:
+            super().produce_all([production])
+            self._run.produced()
 
     def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
         self._run.dead_letters += 1  # a hook, an encoding or a state that failed

@@ -35,8 +35,8 @@ class Output(Protocol):
         """Encode and check one production; raise `BadRecord` (stage "encode" or "produce")
         if the stream would refuse it. Returns what `produce` takes."""
 
-    def produce(self, encoded: Any) -> None:
-        """Emit a production of a hook call that completed."""
+    def produce_all(self, encoded: list[Any]) -> None:
+        """Emit the productions of a hook call that completed, in order."""
 
     def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
         """`record` failed in `stage`: "key", "process_record", "process_timer",
@@ -135,14 +135,11 @@ class KeyedContext:
         if self._failure is not None:
             raise self._failure
         if self._doc is not None:
-            self._states.seal(self._key)
+            self._states.seal(self._key, self._doc)
             self._doc = None
-        productions = self._productions
-        if productions:
-            self._productions = []
-            produce = self._output.produce
-            for production in productions:
-                produce(production)
+        if self._productions:
+            productions, self._productions = self._productions, []
+            self._output.produce_all(productions)
         if self._timer_undo:
             self._timer_undo = {}
 

@@ -71,10 +71,9 @@ class KeyedState:
             doc = None if raw is None else self._decode(raw)
         return doc or None
 
-    def seal(self, key: str) -> None:
-        """A hook call that touched `key` returned: encode its document, or raise BadRecord
-        (stage "state") if it cannot be stored."""
-        doc = self._cache[key]
+    def seal(self, key: str, doc: dict) -> None:
+        """A hook call that touched `key` (whose live document is `doc`) returned: encode the
+        document, or raise BadRecord (stage "state") if it cannot be stored."""
         if doc:
             try:
                 raw = self._encode(doc)

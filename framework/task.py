@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka import Message
 
 from framework.api import MIN_TIME, Record, Timer, make_record
-from framework.collector import ID_HEADER, Collector
+from framework.collector import ID_HEADER, Collector, Outgoing
 from framework.dead_letters import ErrorPolicy
 from framework.errors import BadRecord
 from framework.executor import Executor
@@ -68,8 +68,17 @@ class InputPartition:
         self.read += 1
         self.watermark.observe(msg.timestamp()[1])
 
+    def consumed_run(self, msgs: list[Message]) -> None:
+        """`consumed` for a run of this partition's records, in offset order."""
+        self.position = msgs[-1].offset() + 1
+        self.read += len(msgs)
+        if self._observes:
+            self.watermark.observe(max(m.timestamp()[1] for m in msgs))
+
     def __post_init__(self) -> None:
         self._id_prefix = f"{self.topic}/{self.partition}/"
+        # Most watermarks ignore what is read (they follow published marks or nothing).
+        self._observes = type(self.watermark).observe is not PartitionWatermark.observe
 
     def record(self, msg: Message) -> Record:
         """The record `msg` carries; BadRecord (stage "decode") if its key, value or id
@@ -127,6 +136,11 @@ class Task:
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
         raise NotImplementedError
+
+    def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
+        """`handle` each of a run of records of one input partition, in offset order."""
+        for msg in msgs:
+            self.handle(msg, inp)
 
     def tick(self) -> int:
         """Bring the input watermark up to date and fire what is due; returns firings."""
@@ -253,15 +267,21 @@ class KeyedTask(Task):
         )
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
-        self.output.source = msg
-        try:
-            record = inp.record(msg)
-        except BadRecord as error:
-            self.rt.dead_letter(msg, error, error.stage)
-        else:
-            self.executor.process(record)
-        self.output.source = None
-        inp.consumed(msg)
+        self.handle_run([msg], inp)
+
+    def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
+        # the per-record path of a keyed computation: a loop with no call it can do without
+        output, record, process = self.output, inp.record, self.executor.process
+        for msg in msgs:
+            output.source = msg
+            try:
+                rec = record(msg)
+            except BadRecord as error:
+                self.rt.dead_letter(msg, error, error.stage)
+            else:
+                process(rec)
+        output.source = None
+        inp.consumed_run(msgs)
 
     def tick(self) -> int:
         watermark, _ = self.input_watermark()
@@ -327,21 +347,17 @@ class TaskOutput:
         self.encoders = {s: encoder_for(schema) for s, schema in runtime.spec.outputs.items()}
         self.source: Message | None = None  # the input record being processed, if any
 
-    def encode(
-        self, stream: str, key: str, value: Any, timestamp: int, record_id: str
-    ) -> tuple[str, bytes, bytes, int, str]:
+    def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Outgoing:
         try:
             payload = self.encoders[stream](value)
             raw_key = key.encode()
         except Exception as error:
             raise BadRecord("encode", f"output to {stream!r}: {error}", error) from error
         self.collector.limits.check(stream, raw_key, payload, timestamp)
-        return stream, raw_key, payload, timestamp, record_id
+        return stream, raw_key, payload, -1, timestamp, [(ID_HEADER, record_id.encode())]
 
-    def produce(self, encoded: tuple[str, bytes, bytes, int, str]) -> None:
-        stream, key, payload, timestamp, record_id = encoded
-        headers = [(ID_HEADER, record_id.encode())]
-        self.collector.send(stream, key, payload, timestamp=timestamp, headers=headers)
+    def produce_all(self, encoded: list[Outgoing]) -> None:
+        self.collector.send_all(encoded)
 
     def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
         try:

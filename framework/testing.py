@@ -87,8 +87,9 @@ class MemoryOutput:
             raise BadRecord("encode", f"output to {stream!r}: {error}", error) from error
         return Record(key, decoded, timestamp, stream, record_id)
 
-    def produce(self, encoded: Record) -> None:
-        self.outputs[encoded.stream].append(encoded)
+    def produce_all(self, encoded: list[Record]) -> None:
+        for record in encoded:
+            self.outputs[record.stream].append(record)
 
     def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
         if self._policy.admit(stage, error):

@@ -520,8 +520,8 @@ class _Sink:
     def encode(self, stream, key, value, timestamp, record_id):
         return (stream, key, value, timestamp, record_id)
 
-    def produce(self, encoded):
-        self.produced.append(encoded)
+    def produce_all(self, encoded):
+        self.produced.extend(encoded)
 
     def dead_letter(self, record, error, stage):
         self.dead.append((record, error, stage))

@@ -37,7 +37,7 @@ def touch(st: KeyedState, key: str, change=None) -> dict:
     doc = st.get(key)
     if change:
         change(doc)
-    st.seal(key)
+    st.seal(key, doc)
     return doc
 
 
@@ -67,7 +67,7 @@ def test_state_that_cannot_be_stored_fails_the_hook_call_and_rolls_back():
     doc = st.get("a")
     doc["s"] = {1, 2}
     with pytest.raises(BadRecord, match="state of key 'a' cannot be stored") as failed:
-        st.seal("a")
+        st.seal("a", doc)
     assert failed.value.stage == "state"
     st.rollback("a")
     assert st.get("a") == {"n": 1}
@@ -76,9 +76,10 @@ def test_state_that_cannot_be_stored_fails_the_hook_call_and_rolls_back():
 
 def test_state_over_the_changelog_limit_fails_at_seal():
     st, _ = state(max_bytes=100)
-    st.get("a")["blob"] = "x" * 200
+    doc = st.get("a")
+    doc["blob"] = "x" * 200
     with pytest.raises(BadRecord, match="over the changelog's limit of 100 bytes"):
-        st.seal("a")
+        st.seal("a", doc)
 
 
 def test_rollback_returns_to_the_last_sealed_form_not_the_committed_one():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Message
 
 import framework.runner as runner_module
 from framework import Computation, Pipeline
@@ -151,3 +151,31 @@ def test_an_unclean_close_leaves_the_producer_alone():
     calls.clear()
     _member(calls).close(clean=True)
     assert calls[-1] == "producer.flush"
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, list[int]]] = []
+
+    def handle_run(self, msgs, inp) -> None:
+        self.runs.append((inp, [m.offset() for m in msgs]))
+
+
+def _msg(topic: str, partition: int, offset: int, error: KafkaError | None = None) -> Message:
+    return Message(topic=topic, partition=partition, offset=offset, value=b"v", error=error)
+
+
+def test_records_go_to_their_task_a_run_of_one_partition_at_a_time():
+    task = _Recorder()
+    routes = {("a", 0): (task, "a0"), ("a", 1): (task, "a1"), ("b", 0): (task, "b0")}
+    msgs = [
+        *(_msg("a", 0, o) for o in (5, 6, 7)),
+        _msg("a", 1, 3),
+        _msg("b", 0, 9),  # another topic, same partition number: a run of its own
+        _msg("c", 0, 1),  # no task owns it (revoked): dropped
+        _msg("a", 0, 8),
+        _msg("a", 0, -1, KafkaError(KafkaError._PARTITION_EOF)),  # not a record: ends the run
+        _msg("a", 0, 9),
+    ]
+    runner_module._handle_runs(msgs, routes)
+    assert task.runs == [("a0", [5, 6, 7]), ("a1", [3]), ("b0", [9]), ("a0", [8]), ("a0", [9])]
