@@ -188,7 +188,11 @@ class Member:
         instance = f"{spec.group}.{instance}"
         admin = AdminClient(client_config(bootstrap, extra))
         txn_id = instance if spec.exactly_once else None
-        config = producer_config(bootstrap, transactional_id=txn_id, extra=extra)
+        # Every commit flushes (which sends at once whatever lingers), so a runner's outputs are
+        # never later for lingering 5 ms rather than 1: fewer, larger batches under a backlog.
+        config = producer_config(
+            bootstrap, transactional_id=txn_id, extra={"linger.ms": 5, **extra}
+        )
         limits = read_limits(
             admin,
             [*spec.outputs, spec.changelog, spec.dlq, *spec.keyed_topics],
