@@ -66,7 +66,7 @@ from framework.backfill_plan import (
 from framework.backfill_spark import events as frames
 from framework.backfill_spark import max_timestamps
 from framework.backfill_task import FAIL_ENV, TaskSettings, run_task
-from framework.clock import now_ms
+from framework.committer import commit_metadata
 from framework.kafka import client_config, consumer_config, producer_config
 from framework.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.reset import refuse_live_members
@@ -328,7 +328,7 @@ def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: s
         producer.produce(topic, done.to_json(), PLAN_KEY.encode(), partition=0)
         for index in range(plan.tasks):
             producer.produce(topic, None, done_key(plan.id, index).encode(), partition=0)
-        metadata = json.dumps({"committed_at": now_ms(), "instance": f"backfill/{plan.id}"})
+        metadata = commit_metadata(f"backfill/{plan.id}")
         offsets = [
             TopicPartition(r.topic, r.partition, r.end, metadata=metadata) for r in plan.ranges
         ]

@@ -27,6 +27,11 @@ log = logging.getLogger(__name__)
 TIMEOUT_S = 60
 
 
+def commit_metadata(instance: str) -> str:
+    """What a commit of input offsets carries for `logwheel status`: when, and by whom."""
+    return json.dumps({"committed_at": now_ms(), "instance": instance})
+
+
 class Committer:
     """Owns the transaction: begin, the numbered steps of a commit, abort."""
 
@@ -81,7 +86,7 @@ class Committer:
                 collector.send(
                     self.spec.watermarks, task.producer.encode(), encode_mark(mark), partition=0
                 )
-            metadata = json.dumps({"committed_at": now_ms(), "instance": self.instance})
+            metadata = commit_metadata(self.instance)
             offsets = [  # 3
                 TopicPartition(i.topic, i.partition, i.position, metadata=metadata) for i in inputs
             ]

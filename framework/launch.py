@@ -54,8 +54,9 @@ def kafka_settings(config_file: str | None) -> dict[str, Any]:
 
 def spark_settings(config_file: str | None) -> dict[str, Any]:
     """The `[spark]` table of a TOML config file: Spark settings (`spark.executor.memory`,
-    `spark.kubernetes.container.image`, ...) for `logwheel backfill`, as spark-submit's --conf."""
-    return config_table(config_file, "spark")
+    `spark.kubernetes.container.image`, ...) for `logwheel backfill`, as spark-submit's --conf,
+    with `${VAR}` references expanded as in `[kafka]` (a keystore password stays out of files)."""
+    return expand_env(config_table(config_file, "spark"), f"--config {config_file} [spark]")
 
 
 def config_table(config_file: str | None, name: str) -> dict[str, Any]:

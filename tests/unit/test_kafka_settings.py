@@ -6,7 +6,7 @@ import pytest
 
 from framework.errors import ConfigurationError
 from framework.kafka import consumer_config, expand_env, java_settings, reader_group
-from framework.launch import kafka_settings
+from framework.launch import kafka_settings, spark_settings
 
 
 def test_references_are_replaced_by_the_environment():
@@ -49,6 +49,16 @@ def test_kafka_settings_expands_the_config_file(tmp_path, monkeypatch):
     monkeypatch.delenv("LW_TEST_PW")
     with pytest.raises(ConfigurationError, match=r"\$\{LW_TEST_PW\}, which is not set"):
         kafka_settings(str(config))
+
+
+def test_spark_settings_expand_references_as_kafka_settings_do(tmp_path, monkeypatch):
+    config = tmp_path / "backfill.toml"
+    config.write_text('[spark]\n"spark.ssl.keyStorePassword" = "${LW_TEST_KS}"\n')
+    monkeypatch.setenv("LW_TEST_KS", "ks-secret")
+    assert spark_settings(str(config)) == {"spark.ssl.keyStorePassword": "ks-secret"}
+    monkeypatch.delenv("LW_TEST_KS")
+    with pytest.raises(ConfigurationError, match=r"\[spark\]: spark.ssl.keyStorePassword"):
+        spark_settings(str(config))
 
 
 def test_an_assign_only_reader_sits_under_its_owners_prefix():
