@@ -9,10 +9,11 @@ replays another seed; the summary line names the seed of every run.
 
 Not part of `make test` yet. Its stalls on committed offsets that read_committed clients could
 not read (a transactional offset commit left pending with no transaction open) came from the
-single-node broker skipping transaction markers in the leaderless moment after a restart; the
-transactions a SIGKILL leaves open no longer meet that moment (`framework.broker.
-TIMED_OUT_ABORT_SCAN_MS`), those the restarted coordinator completes while it loads still can
-(README, the seeded chaos run); issue 11 keeps it open.
+single-node broker skipping transaction markers to leaderless partitions (after a restart,
+during a controlled shutdown); the transactions a SIGKILL leaves open no longer meet that
+moment and the node no longer stops with a controlled shutdown (`framework.broker`), but those
+the restarted coordinator completes while it loads still can (README, the seeded chaos run);
+issue 11 keeps it open.
 """
 
 from __future__ import annotations
