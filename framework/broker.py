@@ -50,6 +50,19 @@ STOP_TIMEOUT_S = 30.0
 JVM_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
 JVM_OPTS += ["-Djava.awt.headless=true"]
 
+TIMED_OUT_ABORT_SCAN_MS = "10000"
+"""How often the transaction coordinator aborts transactions past their timeout; its first scan
+comes this long after the broker starts. It must come after the restarted single node has
+settled its leadership: for a moment after a restart every partition is led by no broker (the
+node first acts on its replayed metadata, then the controller fences its previous incarnation
+and elects it again), and Kafka skips a transaction's markers to a partition without a leader,
+as if the partition were deleted, then records the transaction complete anyway. A transaction
+a SIGKILL left open is then timed out at the first scan; at 1 s that scan fell into that moment,
+its records stayed open in every partition it touched, and on `__consumer_offsets` its offsets
+stayed pending for good (`tests/integration/test_hanging_transactions.py`). Within 10 s the
+node has settled; an abandoned transaction is then aborted 10 to 20 s after it began (a
+restarted process aborts its own at once, through its transactional id)."""
+
 SINGLE_NODE_SETTINGS = {
     # One node: every internal topic has one replica, and one in-sync replica is enough.
     "offsets.topic.replication.factor": "1",
@@ -71,8 +84,12 @@ SINGLE_NODE_SETTINGS = {
     # The log is the truth: keep history so `logwheel reset --to earliest` can replay it.
     "log.retention.ms": "-1",
     "group.initial.rebalance.delay.ms": "0",
-    # Transactions left open by a SIGKILLed process are aborted within seconds, not minutes.
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+    # Kafka's own 10 s, stated: a shorter one loses markers (TIMED_OUT_ABORT_SCAN_MS).
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": TIMED_OUT_ABORT_SCAN_MS,
+    # A controlled shutdown hands leadership to the other replicas; one node has none, so its
+    # partitions would have no leader while it still serves requests, and the markers of a
+    # transaction committed then are skipped like those after a restart (see above).
+    "controlled.shutdown.enable": "false",
 }
 """Broker settings for a single node; docker-compose.yml and the test container use the same."""
 

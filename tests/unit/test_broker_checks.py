@@ -1,8 +1,10 @@
 """The embedded broker's decisions that need no JVM: ports, config, environment checks."""
 
 import json
+import re
 import socket
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -85,6 +87,16 @@ def test_config_is_kraft_single_node_on_loopback(home):
     assert config["auto.create.topics.enable"] == "false"
     assert config["transaction.state.log.min.isr"] == "1"
     assert config["log.dirs"] == str(broker.data_dir)
+
+
+def test_compose_broker_has_the_single_node_settings():
+    """docker-compose.yml's broker runs the settings the embedded one does, among them the
+    timed-out-transaction scan that keeps transaction markers from being skipped after a
+    restart (`framework.broker.TIMED_OUT_ABORT_SCAN_MS`)."""
+    compose = (Path(broker_mod.__file__).parents[1] / "docker-compose.yml").read_text()
+    env = dict(re.findall(r"^\s+(KAFKA_[A-Z0-9_]+): \"?([^\"\n]*)\"?$", compose, re.M))
+    for key, value in broker_mod.SINGLE_NODE_SETTINGS.items():
+        assert env.get("KAFKA_" + key.upper().replace(".", "_")) == value, key
 
 
 def test_cluster_ids_look_like_kafka_uuids():
