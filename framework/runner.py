@@ -450,7 +450,9 @@ def _handle_runs(
 
 
 def _check(err: KafkaError) -> None:
-    if err.fatal():
+    # librdkafka reports a fatal error (e.g. this static member fenced by another with its
+    # instance id) as an event of code _FATAL whose own fatal() is False: the client is dead
+    if err.fatal() or err.code() == KafkaError._FATAL:
         raise Rejoin(f"fatal consumer error: {err}")
     if err.code() != KafkaError._PARTITION_EOF:
         log.warning("consumer: %s", err)

@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, KafkaException, Message
 
 import framework.runner as runner_module
 from framework import Computation, Pipeline
+from framework.errors import Rejoin
 from framework.kafka import unreachable
 from framework.runner import Runner
 
@@ -179,3 +180,11 @@ def test_records_go_to_their_task_a_run_of_one_partition_at_a_time():
     ]
     runner_module._handle_runs(msgs, routes)
     assert task.runs == [("a0", [5, 6, 7]), ("a1", [3]), ("b0", [9]), ("a0", [8]), ("a0", [9])]
+
+
+def test_a_fatal_consumer_event_ends_the_membership():
+    """A static member fenced by another with its instance id gets a _FATAL event (found by the
+    seeded chaos run: the process idled forever instead of rejoining)."""
+    with pytest.raises(Rejoin):
+        runner_module._check(KafkaError(KafkaError._FATAL, "fenced by another instance"))
+    runner_module._check(KafkaError(KafkaError._PARTITION_EOF))  # not an error: goes on
