@@ -155,6 +155,13 @@ def register_run(commands: argparse._SubParsersAction) -> None:
         "LOGWHEEL_LOG_FORMAT, else plain",
     )
     parser.add_argument(
+        "--commit-interval-ms",
+        type=int,
+        metavar="MS",
+        help="under a backlog, commit at least this often; a drained input commits at once "
+        "(1000: framework.runner.DEFAULT_COMMIT_INTERVAL_MS)",
+    )
+    parser.add_argument(
         "--standby",
         type=int,
         default=0,
@@ -183,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         instance_id=args.instance_id,
         log_format=args.log_format,
+        commit_interval_ms=args.commit_interval_ms,
     )
 
 

@@ -84,6 +84,7 @@ def run_computations(
     metrics_port: int | None = None,
     instance_id: str | None = None,
     log_format: str | None = None,
+    commit_interval_ms: int | None = None,
 ) -> int:
     """Run the named computations (all when empty) until SIGTERM; returns an exit code.
 
@@ -99,11 +100,17 @@ def run_computations(
     kafka = kafka_settings(config_file)
     if standby < 0:
         raise PipelineError(f"--standby {standby}: give a number of partitions >= 0")
+    tuning = {"standby": standby, "instance_id": instance_id}
+    if commit_interval_ms is not None:
+        if commit_interval_ms <= 0:
+            raise PipelineError(f"--commit-interval-ms {commit_interval_ms}: give milliseconds > 0")
+        tuning["commit_interval_ms"] = commit_interval_ms
     if len(names) == 1:
         if metrics_port is not None:
             serve(metrics_port)
-        return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, standby, instance_id)
+        return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, tuning)
     options = {
+        "--commit-interval-ms": commit_interval_ms,
         "--standby": standby or None,
         "--instance-id": instance_id,
         "--log-format": log_format,
@@ -117,8 +124,7 @@ def _run_one(
     bootstrap: str,
     state_dir: Path,
     kafka: dict,
-    standby: int,
-    instance_id: str | None,
+    tuning: dict,
 ) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -129,8 +135,7 @@ def _run_one(
         bootstrap=bootstrap,
         state_dir=state_dir,
         kafka=kafka,
-        standby=standby,
-        instance_id=instance_id,
+        **tuning,
     )
     runner.run(stop)
     return 0

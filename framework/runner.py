@@ -49,6 +49,13 @@ from framework.watermarks import WatermarkChannels, partition_watermark
 
 log = logging.getLogger(__name__)
 
+DEFAULT_COMMIT_INTERVAL_MS = 1000
+"""How long a runner working off a backlog goes between commits. A runner whose input is
+drained commits at once, so this bounds output latency only under a backlog; each commit costs
+a transaction and one changelog record per changed key, so committing ten times a second (Kafka
+Streams' 100 ms) rewrote a third of a Zipf-keyed input's keys each time (CountWords: 5% more CPU
+per record). Quix Streams commits every 5 s, Faust every 2.8 s."""
+
 
 class Runner:
     """Runs one computation of a pipeline until `stop` is set."""
@@ -63,7 +70,7 @@ class Runner:
         kafka: dict | None = None,
         instance_id: str | None = None,
         standby: int = 0,
-        commit_interval_ms: int = 100,
+        commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
         max_batch: int = 1000,
         idle_poll_s: float = 0.02,
     ) -> None:

@@ -44,3 +44,10 @@ def test_computation_that_cannot_be_created(capsys, tmp_path):
 def test_bad_references(capsys, tmp_path, ref, says):
     code, err = run(capsys, *ref.split(), "--state-dir", str(tmp_path))
     assert code == 1 and len(err) == 1 and says in err[0], err
+
+
+def test_a_commit_interval_that_is_not_positive(capsys, tmp_path):
+    args = ("tests.unit.test_cli_run:broken", "--state-dir", str(tmp_path))
+    code, err = run(capsys, *args, "--commit-interval-ms", "0")
+    assert code == 1
+    assert len(err) == 1 and "--commit-interval-ms 0: give milliseconds > 0" in err[0]
