@@ -95,13 +95,7 @@ class Executor:
         else:
             hook, stage = self._process_record, "process_record"
         ctx = self._ctx
-        # ctx._bind, inlined: this runs once per record
-        ctx._key, ctx._timestamp, ctx._cause, ctx._doc = (
-            record.key,
-            record.timestamp,
-            record.id,
-            None,
-        )
+        ctx._bind(record.key, record.timestamp, record.id)
         try:
             hook(ctx, record)
             ctx._finish()
