@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from bench import common  # noqa: E402
-from framework.kafka import unreachable  # noqa: E402
+from framework.kafka import watermark_offsets  # noqa: E402
 from tests.support import Job, wait_for  # noqa: E402
 
 QUICK_ARGS = ["--quick"]
@@ -45,16 +45,9 @@ def produce(bootstrap: str, topic: str, words: Sequence[str]) -> None:
 
 
 def _written(bootstrap: str, topic: str) -> int:
-    """Records on `topic` so far; 0 while a partition's leader is moving (asked again)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "failover"})
     try:
-        return sum(
-            consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in range(4)
-        )
-    except KafkaException as error:
-        if not unreachable(error):
-            raise
-        return 0
+        return sum(watermark_offsets(consumer, TopicPartition(topic, p))[1] for p in range(4))
     finally:
         consumer.close()
 
@@ -68,7 +61,7 @@ def _tail(bootstrap: str, topic: str) -> Consumer:
             "isolation.level": "read_committed",
         }
     )
-    ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in range(4)]
+    ends = [watermark_offsets(consumer, TopicPartition(topic, p))[1] for p in range(4)]
     consumer.assign([TopicPartition(topic, p, end) for p, end in enumerate(ends)])
     return consumer
 

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 from bench import common  # noqa: E402
+from framework.kafka import watermark_offsets  # noqa: E402
 from tests.support import Wordcount  # noqa: E402
 
 QUICK_ARGS = ["--quick"]
@@ -31,7 +32,7 @@ def end_offsets(bootstrap: str) -> dict[str, int]:
         topics = consumer.list_topics(timeout=30).topics
         return {
             name: sum(
-                consumer.get_watermark_offsets(TopicPartition(name, p), 30)[1]
+                watermark_offsets(consumer, TopicPartition(name, p))[1]
                 for p in topics[name].partitions
             )
             for name in INTERNAL

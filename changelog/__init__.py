@@ -19,7 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from rich.progress import Progress
 
 from changelog.store import MemoryRows, RocksRows
-from framework.kafka import consumer_config, unreachable
+from framework.kafka import consumer_config, unreachable, watermark_offsets
 from framework.serde import default_schemas
 
 __all__ = ["ChangelogTable"]
@@ -57,7 +57,7 @@ class ChangelogTable:
         if progress is None:
             progress = sys.stderr.isatty()
         watermarks = {
-            p: self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), 30)
+            p: watermark_offsets(self._consumer, TopicPartition(self.topic, p))
             for p in self._partitions
         }
         ends = {p: high for p, (_, high) in watermarks.items()}

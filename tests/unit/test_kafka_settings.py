@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from framework.errors import ConfigurationError
-from framework.kafka import consumer_config, expand_env, java_settings, reader_group
+from framework.kafka import (
+    consumer_config,
+    expand_env,
+    java_settings,
+    reader_group,
+    watermark_offsets,
+)
 from framework.launch import kafka_settings, spark_settings
 
 
@@ -97,3 +104,25 @@ def test_java_settings_keep_what_is_given_for_java_and_refuse_what_cannot_map():
     with pytest.raises(ConfigurationError, match="sasl.jaas.config"):
         java_settings({"sasl.mechanism": "OAUTHBEARER", "sasl.username": "u"})
     assert java_settings({}) == {}
+
+
+class _MovingLeader:
+    """A consumer whose partition is between leaders for its first `moves` questions."""
+
+    def __init__(self, moves: int, code: int = KafkaError.NOT_LEADER_FOR_PARTITION) -> None:
+        self.moves, self.code = moves, code
+
+    def get_watermark_offsets(self, tp, timeout):
+        if self.moves:
+            self.moves -= 1
+            raise KafkaException(KafkaError(self.code))
+        return (0, 7)
+
+
+def test_watermark_offsets_wait_out_a_moving_leader_and_nothing_else():
+    tp = TopicPartition("t", 0)
+    assert watermark_offsets(_MovingLeader(2), tp) == (0, 7)
+    with pytest.raises(KafkaException):
+        watermark_offsets(_MovingLeader(1, KafkaError.TOPIC_AUTHORIZATION_FAILED), tp)
+    with pytest.raises(KafkaException):
+        watermark_offsets(_MovingLeader(1000), tp, timeout=0.3)
