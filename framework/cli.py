@@ -159,7 +159,7 @@ def register_run(commands: argparse._SubParsersAction) -> None:
         type=int,
         metavar="MS",
         help="under a backlog, commit at least this often; a drained input commits at once "
-        "(100: framework.runner.DEFAULT_COMMIT_INTERVAL_MS)",
+        "(1000: framework.runner.DEFAULT_COMMIT_INTERVAL_MS)",
     )
     parser.add_argument(
         "--standby",

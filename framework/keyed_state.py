@@ -31,7 +31,9 @@ class KeyedState:
     `changes()` — (key, encoded or None to delete) for keys whose sealed form differs from the
     committed one — makes them durable, then calls `committed()`. Clean documents of the least
     recently used keys are evicted past `capacity` (at each commit, and between commits once it
-    is exceeded by an eighth); a dirty one never is.
+    is exceeded by an eighth); a dirty one never is. An eviction that meets a dirty document
+    sets it aside until the commit, so the next one does not walk past it again (with every
+    record a new key, a second's dirty documents would otherwise cost a scan per record).
     """
 
     def __init__(
@@ -49,7 +51,8 @@ class KeyedState:
         self.capacity = capacity
         self._slack = max(1, capacity // 8)
         self.max_bytes = max_bytes
-        self._cache: OrderedDict[str, dict] = OrderedDict()
+        self._cache: OrderedDict[str, dict] = OrderedDict()  # least recently used first
+        self._aside: dict[str, dict] = {}  # dirty documents an eviction met
         self._sealed: dict[str, bytes | None] = {}  # encoded form of each cached document
         self._base: dict[str, bytes | None] = {}  # committed form of keys sealed since
         self._reported: dict[str, bytes | None] = {}  # by the last changes(), not yet committed
@@ -59,13 +62,19 @@ class KeyedState:
         cache = self._cache
         doc = cache.get(key)
         if doc is None:
-            return self._load(key)
+            doc = self._aside.pop(key, None)
+            if doc is None:
+                return self._load(key)
+            cache[key] = doc
+            return doc
         cache.move_to_end(key)
         return doc
 
     def peek(self, key: str) -> dict | None:
         """The current document of `key` without filling the cache."""
         doc = self._cache.get(key)
+        if doc is None:
+            doc = self._aside.get(key)
         if doc is None:
             raw = self._backend.load(key)
             doc = None if raw is None else self._decode(raw)
@@ -102,6 +111,7 @@ class KeyedState:
     def rollback(self, key: str) -> None:
         """A hook call that touched `key` failed: its document is again the last sealed one."""
         raw = self._sealed.get(key)
+        self._aside.pop(key, None)
         self._cache[key] = {} if raw is None else self._decode(raw)
 
     def changes(self) -> list[tuple[str, bytes | None]]:
@@ -124,15 +134,18 @@ class KeyedState:
             else:
                 base[key] = value
         self._reported = {}
-        if len(self._cache) > self.capacity:
-            self._evict(len(self._cache) - self.capacity)
+        cache, aside = self._cache, self._aside
+        for key in reversed([key for key in aside if key not in base]):
+            cache[key] = aside.pop(key)  # back where it was: older than anything cached
+            cache.move_to_end(key, last=False)
+        self._shrink(self.capacity)
 
     def evict_clean(self) -> None:
         """Forget every clean document, so the next `get` reloads it from the backend."""
-        self._evict(len(self._cache))
+        self._shrink(0)
 
     def __len__(self) -> int:
-        return len(self._cache)
+        return len(self._cache) + len(self._aside)
 
     def _load(self, key: str) -> dict:
         raw = self._backend.load(key)
@@ -142,18 +155,18 @@ class KeyedState:
         # Before the insert (never evict `key` itself), and in batches of an eighth of the
         # capacity: with every record a new key, evicting one per load cost a scan per record.
         if len(self._cache) >= self.capacity + self._slack:
-            self._evict(len(self._cache) - self.capacity + 1)
+            self._shrink(self.capacity - 1)
         self._cache[key] = doc
         self._sealed[key] = raw
         return doc
 
-    def _evict(self, excess: int) -> None:
-        dirty, victims = self._base, []
-        for key in self._cache:  # least recently used first
-            if len(victims) >= excess:
-                break
-            if key not in dirty and key not in self._reported:
-                victims.append(key)
-        for key in victims:
-            del self._cache[key]
-            del self._sealed[key]
+    def _shrink(self, size: int) -> None:
+        """Least recently used first, until `size` documents are cached: clean ones are
+        forgotten, dirty ones set aside."""
+        cache, dirty, aside, sealed = self._cache, self._base, self._aside, self._sealed
+        while len(cache) > size:
+            key, doc = cache.popitem(last=False)
+            if key in dirty:
+                aside[key] = doc
+            else:
+                del sealed[key]

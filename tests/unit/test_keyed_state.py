@@ -124,3 +124,21 @@ def test_reads_of_many_keys_between_commits_stay_within_capacity_and_its_slack()
         assert len(st) <= 16 + 16 // 8
     st.committed()
     assert len(st) == 16
+
+
+def test_dirty_documents_an_eviction_meets_wait_aside_for_the_commit():
+    st, backend = state({"d0": {"n": -1}}, capacity=4)
+    for i in range(6):
+        touch(st, f"d{i}", lambda d, i=i: d.update(n=i))
+    for k in "xy":  # clean reads: the evictions they start set d0-d3 aside
+        st.get(k)
+    assert len(st) == 8 and backend.loads == ["d0", "d1", "d2", "d3", "d4", "d5", "x", "y"]
+    assert len(st._cache) <= 4 + 1  # what the next eviction walks: not the dirty ones set aside
+    assert st.peek("d1") == {"n": 1}
+    assert st.get("d0") == {"n": 0} and len(backend.loads) == 8  # not reloaded
+    backend.apply(st.changes())
+    st.committed()  # now clean: kept by recency, d0 (just read), y, x, d5
+    backend.loads.clear()
+    for k in ("d0", "y", "x", "d5", "d1"):
+        st.get(k)
+    assert backend.loads == ["d1"] and st.get("d1") == {"n": 1}
