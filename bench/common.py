@@ -44,6 +44,7 @@ T = TypeVar("T")
 STARTUP_TIMEOUT_S = 120.0
 SIZES = {"records": "input records", "rate": "records/s", "duration": "measured seconds"}
 SIZES["warmup"] = "seconds before measuring"
+SIZES["size_repeat"] = "interleaved rounds at each input size, median"
 
 # -- arguments and results -------------------------------------------------------------------
 
@@ -60,7 +61,8 @@ class Arguments(argparse.ArgumentParser):
         for name, value in full.items():
             default = f"default {value:_g}" + (f", {self.quick[name]:_g} quick" if quick else "")
             help_ = f"{SIZES.get(name, name)} ({default})"
-            self.add_argument(f"--{name}", type=type(value), help=help_)
+            flag = "--" + name.replace("_", "-")
+            self.add_argument(flag, dest=name, type=type(value), help=help_)
         self.add_argument("--bootstrap", help="else LOGWHEEL_BOOTSTRAP, else the embedded broker")
         self.add_argument("--out", type=Path, help="results file (default under bench/results/)")
         self.add_argument("--keep", action="store_true", help="keep topics, logs and state")
