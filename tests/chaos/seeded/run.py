@@ -106,19 +106,41 @@ class OutputSampler(threading.Thread):
             if total is not None:
                 self.samples.append((time.monotonic(), total))
 
+    def stall_after(self, t: float) -> float | None:
+        """How long after `t` output moved on (None: no sample before `t`, or never moved)."""
+        before = [n for s, n in self.samples if s <= t]
+        if not before:
+            return None
+        moved = next((s for s, n in self.samples if s > t and n > before[-1]), None)
+        return None if moved is None else moved - t
+
     def longest_stall(self, times: list[float], until: float) -> float:
         """The longest wait, over faults before `until`, from a fault to output moving on."""
-        longest = 0.0
-        for t in times:
-            if t > until:
-                continue
-            before = [n for s, n in self.samples if s <= t]
-            if not before:
-                continue
-            moved = next((s for s, n in self.samples if s > t and n > before[-1]), None)
-            if moved is not None:
-                longest = max(longest, moved - t)
-        return longest
+        stalls = [self.stall_after(t) for t in times if t <= until]
+        return max([s for s in stalls if s is not None], default=0.0)
+
+    def gaps(self, longer_than: float = 5.0) -> list[tuple[float, float]]:
+        """Stretches (start, length) without a sample: the broker did not answer."""
+        times = [s for s, _ in self.samples]
+        return [(a, b - a) for a, b in zip(times, times[1:], strict=False) if b - a > longer_than]
+
+
+def write_timeline(path: Path, injector: FaultInjector, sampler: OutputSampler) -> None:
+    """Every fault (seconds from the start, kind, target, hold, how long it took, what it met)
+    with the wait until output moved on after it, and the sampler's gaps (the broker did not
+    answer): where a long stall came from."""
+    lines = []
+    for done in sorted(injector.done, key=lambda d: d.began):
+        stall = sampler.stall_after(injector.started + done.began)
+        shown = "never" if stall is None else f"{stall:.1f}s"
+        f = done.fault
+        lines.append(
+            f"{done.began:8.1f} {f.kind:<12} target={f.target} hold={f.hold} "
+            f"took={done.ended - done.began:.1f}s {done.note} output moved after {shown}"
+        )
+    for start, length in sampler.gaps():
+        lines.append(f"{start - injector.started:8.1f} no sample for {length:.1f}s")
+    path.write_text("\n".join(sorted(lines, key=lambda line: float(line.split()[0]))) + "\n")
 
 
 def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once") -> Outcome:
@@ -181,6 +203,7 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         verify_windows(report, bootstrap, win.name, win.prefix)
         times = [injector.started + d.began for d in injector.done]
         stall = sampler.longest_stall(times, fed)
+        write_timeline(root / "timeline.txt", injector, sampler)
         kinds = by_kind([d.fault for d in injector.done])
         outcome = Outcome(
             seed,
@@ -197,7 +220,7 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         for inst in instances:
             inst.job.signal(18) if inst.job.alive() else None  # SIGCONT, in case
             inst.job.stop(timeout=15)
-        broker.stop()
+        broker.close()
     outcome.seconds = time.monotonic() - began
     return outcome
 
