@@ -50,6 +50,8 @@ class Size:
     kinds: tuple[str, ...] = KINDS
     instances: int = 2
     settle_s: float = 300  # longest wait, once fed, for the pipelines to finish
+    commit_interval_ms: int | None = None  # `logwheel run --commit-interval-ms`, if not default
+    backlog: bool = False  # the whole input first, then the instances (FaultInjector.on_backlog)
 
 
 REDUCED = Size(lines=36_000, line_rate=300, windows=120, per_window=140, span=110, per_kind=10)
@@ -156,12 +158,12 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         )  # fmt: skip
         open_input_topics(bootstrap, [f"{wc.prefix}lines", f"{win.prefix}events"])
         config = write_config(root / "chaos.toml")
+        every = size.commit_interval_ms
+        args = () if every is None else ("--commit-interval-ms", str(every))
         for unique in (wc, win):
             instances += instances_of(
-                unique, size.instances, bootstrap=bootstrap, root=root, config=config
+                unique, size.instances, bootstrap=bootstrap, root=root, config=config, args=args
             )
-        for inst in instances:
-            inst.start()
         outputs = [f"{wc.prefix}word-counts"]
         outputs += [f"{win.prefix}{s}" for s in ("counts", "totals", "rollups")]
         sampler = OutputSampler(bootstrap, outputs)
@@ -177,9 +179,8 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         faults = draw(seed, size.span, size.per_kind, len(instances), kinds=size.kinds)
         print(f"chaos seed={seed}: {len(faults)} faults over {size.span:.0f}s, "
               f"{len(instances)} instances, logs in {root / 'logs'}", flush=True)  # fmt: skip
-        lines.start()
-        events.start()
-        injector = FaultInjector(broker, instances, malformed)
+        _start_work(size, instances, [lines, events])
+        injector = FaultInjector(broker, instances, malformed, on_backlog=size.backlog)
         injector.run(faults)
         lines.join()
         events.join()
@@ -223,6 +224,22 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         broker.close()
     outcome.seconds = time.monotonic() - began
     return outcome
+
+
+def _start_work(size: Size, instances: list, feeders: list[threading.Thread]) -> None:
+    """Start the instances and the feeders together (the input arrives while they work), or,
+    with `size.backlog`, the whole input first and then the instances, which start with a
+    backlog to work off."""
+    if size.backlog:
+        for feeder in feeders:
+            feeder.start()
+        for feeder in feeders:
+            feeder.join()
+    for inst in instances:
+        inst.start()
+    if not size.backlog:
+        for feeder in feeders:
+            feeder.start()
 
 
 def _drained(pipelines: list, bootstrap: str) -> bool:
