@@ -7,6 +7,10 @@ owns under one directory: `data/` (the log), `server.properties` (rewritten at e
 `broker.pid` and `broker.log` (the JVM's output, WARN and above). A secure broker
 (`Broker(home, secure=True)`, `logwheel broker start --secure`) also keeps its certificates and
 passwords in `security/` (framework/broker_security.py); a home is secure or plain for life.
+A broker with a separate controller (`Broker(home, separate_controller=True)`, `logwheel broker
+start --separate-controller`) runs its KRaft controller in a second JVM whose files live in
+`controller/` (framework/broker_roles.py); a home is separated or combined for life, and
+`stop` stops both JVMs.
 
 Bootstrap addresses are resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`,
 else this broker, started if needed (`bootstrap_from`).
@@ -33,6 +37,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from framework.broker_roles import (
+    CONTROLLER_ONLY,
+    Role,
+    broker_role,
+    combined_node,
+    controller_role,
+    separate_broker,
+    separate_controller,
+)
 from framework.broker_security import (
     ADMIN_USER,
     Credentials,
@@ -49,6 +62,13 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 JVM_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
 JVM_OPTS += ["-Djava.awt.headless=true"]
+CONTROLLER_JVM_OPTS = ["-Xms64m", "-Xmx256m"]
+"""A controller alone keeps only the cluster's metadata: a smaller heap than the broker's."""
+SESSION_TIMEOUT_MS = 9000
+"""Kafka's default `broker.session.timeout.ms`: how long after a broker's last heartbeat the
+controller fences it."""
+FENCE_MARGIN_S = 1.0
+"""Waited past a session's expiry, for the controller to fence and commit the fence."""
 
 TIMED_OUT_ABORT_SCAN_MS = "10000"
 """How often the transaction coordinator aborts transactions past their timeout; its first scan
@@ -143,7 +163,8 @@ def _spinner(text: str) -> contextlib.AbstractContextManager:
 
 class Broker:
     """One embedded broker, identified by its home directory. `secure` asks for SASL_SSL and
-    ACLs; a home made secure stays secure."""
+    ACLs; a home made secure stays secure. `separate_controller` runs the KRaft controller in
+    a JVM of its own; a home made separated stays separated."""
 
     def __init__(
         self,
@@ -151,47 +172,61 @@ class Broker:
         secure: bool = False,
         settings: dict[str, str] | None = None,
         jvm_opts: list[str] | None = None,
+        separate_controller: bool = False,
     ) -> None:
-        """`settings` are broker properties over the single-node defaults and `jvm_opts` extra
-        JVM options (the chaos tests' broker fences a killed broker's registration sooner and
-        starts on the quick JIT alone, since it is restarted again and again)."""
+        """`settings` are broker properties over the single-node defaults (given to the
+        controller too, in separated mode) and `jvm_opts` extra JVM options (the chaos tests'
+        broker fences a killed broker's registration sooner and starts on the quick JIT alone,
+        since it is restarted again and again)."""
         self.home = Path(home).resolve()
         self.credentials = Credentials(self.home)
         self.secure = secure or self.credentials.exists()
         self.settings = dict(settings or {})
         self.jvm_opts = list(jvm_opts or [])
-        self.data_dir = self.home / "data"
-        self.config_file = self.home / "server.properties"
+        self.node = broker_role(self.home)
+        self.controller = controller_role(self.home)
+        self.separate = separate_controller or self.controller.formatted
+        self.data_dir = self.node.data_dir
+        self.config_file = self.node.config_file
         self.ports_file = self.home / "ports.json"
-        self.pid_file = self.home / "broker.pid"
-        self.log_file = self.home / "broker.log"
+        self.pid_file = self.node.pid_file
+        self.log_file = self.node.log_file
+        self.down_file = self.home / "broker.down"  # when our stop or kill ended the broker
         self._lock_depth = 0
         self._lock_fd: int | None = None
 
     # -- queries ------------------------------------------------------------------------
 
     def running_pid(self, say: Callable[[str], None] | None = None) -> int | None:
-        """The pid of this home's broker process. With `say`, a stale pid file is removed (and
-        said so) and a running broker whose pid file was lost is adopted."""
-        pid = _read_int(self.pid_file)
-        if pid is not None and self._is_ours(pid):
+        """The pid of this home's broker process (the combined node, or the broker alone).
+        With `say`, a stale pid file is removed (and said so) and a running broker whose pid
+        file was lost is adopted."""
+        return self._running_pid(self.node, say)
+
+    def controller_pid(self, say: Callable[[str], None] | None = None) -> int | None:
+        """The pid of this home's controller process in separated mode, else None."""
+        return self._running_pid(self.controller, say)
+
+    def _running_pid(self, role: Role, say: Callable[[str], None] | None) -> int | None:
+        pid = _read_int(role.pid_file)
+        if pid is not None and self._is_ours(pid, role):
             return pid
         if say is None:
-            return self._find_orphan()
+            return self._find_orphan(role)
         if pid is not None:
             what = _cmdline(pid) if _alive(pid) else None
             if what:
                 say(
-                    f"note: {self.pid_file} named pid {pid}, which is now another program "
+                    f"note: {role.pid_file} named pid {pid}, which is now another program "
                     f"({what[:60]}); ignoring that stale pid file"
                 )
             else:
-                say(f"note: removed a stale pid file ({self.pid_file}: pid {pid} is gone)")
-            self.pid_file.unlink(missing_ok=True)
-        orphan = self._find_orphan()
+                say(f"note: removed a stale pid file ({role.pid_file}: pid {pid} is gone)")
+            role.pid_file.unlink(missing_ok=True)
+        orphan = self._find_orphan(role)
         if orphan is not None:
-            say(f"note: adopting broker pid {orphan}, which had lost its pid file")
-            self.pid_file.write_text(f"{orphan}\n")
+            say(f"note: adopting {role.name} pid {orphan}, which had lost its pid file")
+            role.pid_file.write_text(f"{orphan}\n")
         return orphan
 
     def port(self) -> int | None:
@@ -223,20 +258,35 @@ class Broker:
         began = time.monotonic()
         with self.lock():
             pid = self.running_pid(say)
-            if pid is not None:
+            controller_pid = self.controller_pid(say) if self.separate else None
+            controller_up = not self.separate or controller_pid is not None
+            if pid is not None and controller_up:
                 bootstrap = f"127.0.0.1:{self.port()}"
                 self._wait_ready(pid, bootstrap, timeout, began)
                 return Started(bootstrap, False, time.monotonic() - began, pid)
+            self._check_mode()
             java = _java()
             jars = _jars()
             if self.secure:
                 self._make_credentials(java)
-            ports = self._choose_ports(port)
+            running = ("port",) if pid is not None else ()
+            running += ("controller_port",) if controller_pid is not None else ()
+            ports = self._choose_ports(port, running)
             self._write_config(ports)
-            self._format(java, jars)
-            pid = self._spawn(java, jars)
+            cluster = self.node.cluster_id() or self.controller.cluster_id() or _cluster_id()
+            if not controller_up:
+                self._format(java, jars, self.controller, cluster)
+                cpid = self._spawn(java, jars, self.controller)
+                log_file = self.controller.log_file
+                say(f"starting Kafka's controller in {self.home} (pid {cpid}, log {log_file}) ...")
+            if pid is None:
+                if self.separate:
+                    fresh = None if controller_up else ports["controller_port"]
+                    self._await_fencing(fresh, timeout, say)
+                self._format(java, jars, self.node, cluster)
+                pid = self._spawn(java, jars, self.node)
+                say(f"starting Kafka in {self.home} (pid {pid}, log {self.log_file}) ...")
             bootstrap = f"127.0.0.1:{ports['port']}"
-            say(f"starting Kafka in {self.home} (pid {pid}, log {self.log_file}) ...")
             with _spinner(f"waiting for Kafka on {bootstrap}"):
                 self._wait_ready(pid, bootstrap, timeout, began)
             return Started(bootstrap, True, time.monotonic() - began, pid)
@@ -246,18 +296,74 @@ class Broker:
         broker, the admin user's SASL_SSL settings for a secure one."""
         return self.credentials.client_settings(ADMIN_USER) if self.secure else {}
 
-    def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
-        """Stop the broker (SIGTERM, then SIGKILL after `timeout` s); the pid it had, or None."""
+    def stop(self, timeout: float = STOP_TIMEOUT_S, keep_controller: bool = False) -> int | None:
+        """Stop the broker (SIGTERM, then SIGKILL after `timeout` s), then its controller
+        unless `keep_controller` (a separated broker restarted under a running controller, as
+        a production broker is); the broker's pid, or None."""
         with self.lock():
-            pid = self.running_pid(say=lambda _: None)
+            pid = self._stop(self.node, timeout)
+            if not keep_controller:
+                self._stop(self.controller, timeout)
+            return pid
+
+    def kill(self) -> int | None:
+        """SIGKILL the broker process, as a crash would (a separated broker's controller stays
+        up); for tests of faults. The pid it had, or None."""
+        with self.lock():
+            pid = self.running_pid()
             if pid is not None:
-                os.kill(pid, signal.SIGTERM)
-                if not _wait_exit(pid, timeout):
-                    log.warning("broker pid %d ignored SIGTERM for %.0fs; killing it", pid, timeout)
-                    os.kill(pid, signal.SIGKILL)
-                    _wait_exit(pid, 10)
+                os.kill(pid, signal.SIGKILL)
+                _wait_exit(pid, 30)
+                self._went_down()
             self.pid_file.unlink(missing_ok=True)
             return pid
+
+    def _stop(self, role: Role, timeout: float) -> int | None:
+        pid = self._running_pid(role, say=lambda _: None)
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            if not _wait_exit(pid, timeout):
+                what = role.name
+                log.warning("%s pid %d ignored SIGTERM for %.0fs; killing it", what, pid, timeout)
+                os.kill(pid, signal.SIGKILL)
+                _wait_exit(pid, 10)
+            if role is self.node:
+                self._went_down()
+        role.pid_file.unlink(missing_ok=True)
+        return pid
+
+    def _went_down(self) -> None:
+        self.down_file.write_text(f"{time.time():.3f}\n")
+
+    def _await_fencing(self, fresh: int | None, timeout: float, say) -> None:
+        """Start a separated broker's new incarnation only once the controller has fenced the
+        previous one (its session expired), so that the broker's first view of the cluster
+        shows itself fenced and leading nothing.
+
+        Until then the controller refuses the new incarnation's registration, but the broker
+        already acts on the metadata it caught up to: it leads every partition again, its
+        transaction coordinator loads and sends the markers of transactions it finds half
+        completed, and when the fence lands those partitions have no leader until the
+        controller elects the new incarnation: Kafka skips markers to a partition without a
+        leader and records the transaction complete (`TIMED_OUT_ABORT_SCAN_MS`). The previous
+        incarnation was last alive when our `stop` or `kill` ended it (`broker.down`), or, if
+        it ended otherwise, up to now. A controller that starts gives every broker it knows a
+        fresh session: `fresh` is the port of a controller started just now, and the session
+        counts from when it answers there."""
+        if not self.node.formatted:
+            return  # never registered
+        down = _read_float(self.down_file)
+        alive = time.time() if down is None else down
+        if fresh is not None:
+            deadline = time.monotonic() + timeout
+            while not _accepts(fresh) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            alive = time.time()
+        session = int(self.settings.get("broker.session.timeout.ms", SESSION_TIMEOUT_MS)) / 1000
+        wait = alive + session + FENCE_MARGIN_S - time.time()
+        if wait > 0:
+            say(f"waiting {wait:.1f}s for the controller to fence the broker's last incarnation")
+            time.sleep(wait)
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -278,6 +384,20 @@ class Broker:
 
     # -- the steps of a start -----------------------------------------------------------
 
+    def _check_mode(self) -> None:
+        """A home keeps the mode it was formatted in: node ids and metadata logs differ."""
+        if self.separate and self.secure:
+            raise BrokerError(
+                "a secure broker runs as one combined node: drop --separate-controller, or "
+                "give the separated broker a plain home of its own (LOGWHEEL_BROKER_DIR)"
+            )
+        if self.separate and self.node.formatted and not self.controller.formatted:
+            raise BrokerError(
+                f"{self.home} holds a combined broker (controller in the same process): give "
+                "the separated one a home of its own (LOGWHEEL_BROKER_DIR) or remove that "
+                "directory"
+            )
+
     def _make_credentials(self, java: str) -> None:
         if not self.credentials.exists() and (self.data_dir / "meta.properties").exists():
             raise BrokerError(
@@ -296,14 +416,15 @@ class Broker:
         except (SecurityError, OSError, subprocess.TimeoutExpired) as err:
             raise BrokerError(f"{err}; see {self.credentials.dir}") from None
 
-    def _choose_ports(self, wanted: int | None) -> dict[str, int]:
-        """Pick and persist the client and controller ports (see `start`)."""
+    def _choose_ports(self, wanted: int | None, running: tuple[str, ...] = ()) -> dict[str, int]:
+        """Pick and persist the client and controller ports (see `start`). `running` names
+        the ports ("port", "controller_port") a process of this home listens on: they stay."""
+        saved = _read_json(self.ports_file) or {}
         env = os.environ.get("LOGWHEEL_BROKER_PORT")
         if wanted is None and env:
             if not env.isdigit():
                 raise BrokerError(f"LOGWHEEL_BROKER_PORT={env!r} is not a port number")
             wanted = int(env)
-        saved = _read_json(self.ports_file) or {}
         if wanted is None and "port" in saved:
             wanted, origin = saved["port"], f"saved in {self.ports_file}"
         elif wanted == 0 and saved.get("port") and _free(saved["port"]):
@@ -311,7 +432,9 @@ class Broker:
         else:
             origin = "asked for"
         default = DEFAULT_SECURE_PORT if self.secure else DEFAULT_PORT
-        if wanted is None:
+        if "port" in running and saved.get("port"):
+            port = saved["port"]
+        elif wanted is None:
             port = default if _free(default) else any_free_port()
         elif wanted == 0:
             port = any_free_port()
@@ -323,44 +446,44 @@ class Broker:
                 f"LOGWHEEL_BROKER_PORT to a free port"
             )
         controller = saved.get("controller_port", port + 1)
-        if controller == port or not _free(controller):
+        if "controller_port" in running:
+            pass  # the running controller listens there
+        elif controller == port or not _free(controller):
             controller = any_free_port(avoid=port)
         ports = {"port": port, "controller_port": controller}
         self.ports_file.write_text(json.dumps(ports) + "\n")
         return ports
 
     def _write_config(self, ports: dict[str, int]) -> None:
-        """Write server.properties: KRaft combined mode, node 1, listeners on 127.0.0.1.
+        """Write server.properties (and, separated, controller.properties): KRaft, node 1,
+        listeners on 127.0.0.1 (framework/broker_roles.py).
 
         A static voter set (not `--standalone`) lets the controller port change between
         starts without reformatting."""
         port, controller = ports["port"], ports["controller_port"]
-        settings = {
-            "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{controller}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.data_dir),
-            **SINGLE_NODE_SETTINGS,
-            **self.settings,
-        }
+        shape = separate_broker if self.separate else combined_node
+        settings = {**shape(port, controller, self.data_dir), **SINGLE_NODE_SETTINGS}
+        settings.update(self.settings)
+        if self.separate:
+            settings = {k: v for k, v in settings.items() if k not in CONTROLLER_ONLY}
         if self.secure:
             settings.update(self.credentials.server_settings(port, controller))
-        lines = [f"{k}={v}" for k, v in settings.items()]
-        # 0600: a secure broker's file holds the key stores' and its own user's passwords
-        write_private(self.config_file, "# written by logwheel at every start\n" + "\n".join(lines))
+        _write_properties(self.config_file, settings)
+        if self.separate:
+            self.controller.config_file.parent.mkdir(parents=True, exist_ok=True)
+            alone = separate_controller(controller, self.controller.data_dir)
+            _write_properties(
+                self.controller.config_file, {**alone, **SINGLE_NODE_SETTINGS, **self.settings}
+            )
 
-    def _format(self, java: str, jars: Path) -> None:
-        """Format the data directory once (a KRaft log needs a cluster id before first use)."""
-        if (self.data_dir / "meta.properties").exists():
+    def _format(self, java: str, jars: Path, role: Role, cluster: str) -> None:
+        """Format a role's data directory once (a KRaft log needs a cluster id before first
+        use; a separated broker and its controller share one)."""
+        if role.formatted:
             return
         command = [java, *self._jvm_flags(), "-cp", f"{jars}/*", "kafka.tools.StorageTool"]
-        command += ["format", "--ignore-formatted", "-t", _cluster_id(), "-c"]
-        command += [str(self.config_file)]
+        command += ["format", "--ignore-formatted", "-t", cluster, "-c"]
+        command += [str(role.config_file)]
         if self.secure:
             command += self.credentials.format_arguments()
         try:
@@ -369,16 +492,18 @@ class Broker:
             self.credentials.forget_format_arguments()
         if done.returncode != 0:
             reason = self.credentials.redact(last_line(done))
-            raise BrokerError(f"formatting {self.data_dir} failed: {reason}")
+            raise BrokerError(f"formatting {role.data_dir} failed: {reason}")
 
-    def _spawn(self, java: str, jars: Path) -> int:
-        """Start the JVM detached from this process (own session, output to the log file)."""
-        if self.log_file.exists() and self.log_file.stat().st_size > 20_000_000:
-            self.log_file.replace(self.log_file.with_suffix(".log.1"))
+    def _spawn(self, java: str, jars: Path, role: Role) -> int:
+        """Start a role's JVM detached from this process (own session, output to its log)."""
+        if role.log_file.exists() and role.log_file.stat().st_size > 20_000_000:
+            role.log_file.replace(role.log_file.with_suffix(".log.1"))
         extra = [*self.jvm_opts, *os.environ.get("LOGWHEEL_BROKER_JVM_OPTS", "").split()]
+        if role is self.controller:
+            extra += CONTROLLER_JVM_OPTS
         command = [java, *self._jvm_flags(), *extra, "-cp", f"{jars}/*", "kafka.Kafka"]
-        command.append(str(self.config_file))
-        with open(self.log_file, "ab") as out:
+        command.append(str(role.config_file))
+        with open(role.log_file, "ab") as out:
             process = subprocess.Popen(
                 command,
                 cwd=self.home,
@@ -387,7 +512,9 @@ class Broker:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self.pid_file.write_text(f"{process.pid}\n")
+        role.pid_file.write_text(f"{process.pid}\n")
+        if role is self.node:
+            self.down_file.unlink(missing_ok=True)
         return process.pid
 
     def _jvm_flags(self) -> list[str]:
@@ -403,6 +530,12 @@ class Broker:
                 raise BrokerError(
                     f"the broker exited while starting ({self._last_error()}); see {self.log_file}"
                 )
+            if self.separate and self.controller_pid() is None:
+                log_file = self.controller.log_file
+                raise BrokerError(
+                    f"Kafka's controller exited while the broker started "
+                    f"({self._last_error(self.controller)}); see {log_file}"
+                )
             port = int(bootstrap.rsplit(":", 1)[1])
             if _accepts(port) and _metadata_answers(bootstrap, self.client_settings()):
                 return
@@ -412,25 +545,26 @@ class Broker:
             f"the broker did not answer on {bootstrap} within {timeout:.0f}s; see {self.log_file}"
         )
 
-    def _last_error(self) -> str:
+    def _last_error(self, role: Role | None = None) -> str:
         try:
-            lines = self.log_file.read_text(errors="replace").splitlines()[-200:]
+            lines = (role or self.node).log_file.read_text(errors="replace").splitlines()[-200:]
         except OSError:
             return "no log"
         errors = [line for line in lines if "ERROR" in line or "Exception" in line]
         return self.credentials.redact((errors or lines or ["no log output"])[-1].strip()[:300])
 
-    def _is_ours(self, pid: int) -> bool:
+    def _is_ours(self, pid: int, role: Role | None = None) -> bool:
         command = _cmdline(pid) if _alive(pid) else None
-        return bool(command) and "kafka.Kafka" in command and str(self.config_file) in command
+        config = str((role or self.node).config_file)
+        return bool(command) and "kafka.Kafka" in command and config in command
 
-    def _find_orphan(self) -> int | None:
-        """A running broker of this home whose pid file is lost (Linux /proc only)."""
+    def _find_orphan(self, role: Role) -> int | None:
+        """A running JVM of this home's `role` whose pid file is lost (Linux /proc only)."""
         proc = Path("/proc")
         if not proc.is_dir():
             return None
         for entry in proc.iterdir():
-            if entry.name.isdigit() and self._is_ours(int(entry.name)):
+            if entry.name.isdigit() and self._is_ours(int(entry.name), role):
                 return int(entry.name)
         return None
 
@@ -564,6 +698,19 @@ def _metadata_answers(bootstrap: str, settings: dict[str, str]) -> bool:
         return bool(admin.list_topics(timeout=2).brokers)
     except KafkaException:
         return False
+
+
+def _write_properties(path: Path, settings: dict[str, str]) -> None:
+    lines = [f"{k}={v}" for k, v in settings.items()]
+    # 0600: a secure broker's file holds the key stores' and its own user's passwords
+    write_private(path, "# written by logwheel at every start\n" + "\n".join(lines))
+
+
+def _read_float(path: Path) -> float | None:
+    try:
+        return float(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def _read_int(path: Path) -> int | None:

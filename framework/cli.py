@@ -41,6 +41,12 @@ def register_broker(commands: argparse._SubParsersAction) -> None:
         "start", help="start it unless it runs; prints the bootstrap address on the last line"
     )
     start.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (60)")
+    start.add_argument(
+        "--separate-controller",
+        action="store_true",
+        help="run the KRaft controller in a JVM of its own (a home keeps its mode; stop "
+        "stops both)",
+    )
     start.set_defaults(func=broker_start)
     stop = actions.add_parser("stop", help="stop it (SIGTERM, SIGKILL after --timeout)")
     stop.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (30)")
@@ -59,7 +65,9 @@ def register_broker(commands: argparse._SubParsersAction) -> None:
 
 
 def broker_start(args: argparse.Namespace) -> int:
-    broker = Broker(default_home(args.secure), secure=args.secure)
+    broker = Broker(
+        default_home(args.secure), secure=args.secure, separate_controller=args.separate_controller
+    )
     started = broker.start(timeout=args.timeout)
     if started.started:
         print(f"broker ready in {started.seconds:.1f}s (pid {started.pid})")
@@ -84,7 +92,10 @@ def broker_status(args: argparse.Namespace) -> int:
     if bootstrap is None:
         print(f"broker not running ({broker.home})")
         return NOT_RUNNING
-    print(f"broker running at {bootstrap} (pid {broker.running_pid()}, data in {broker.home})")
+    pids = f"pid {broker.running_pid()}"
+    if broker.separate:
+        pids += f", controller pid {broker.controller_pid()}"
+    print(f"broker running at {bootstrap} ({pids}, data in {broker.home})")
     return 0
 
 

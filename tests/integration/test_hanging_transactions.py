@@ -5,7 +5,9 @@ its transactional offset commit does not stay pending in the group coordinator.
 Kafka skips a transaction's markers to a partition that has no leader and records the
 transaction complete anyway. Right after a restart the single node's partitions have no leader
 for a moment; the transaction coordinator's first scan for timed-out transactions used to fall
-into it (`framework.broker.TIMED_OUT_ABORT_SCAN_MS`). A broker of its own: the test kills it.
+into it (`framework.broker.TIMED_OUT_ABORT_SCAN_MS`). Both tests run on a combined node and on
+a broker whose controller runs in a JVM of its own (the seeded chaos run's broker). A broker of
+its own: the test kills it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from framework.broker import Broker
 from framework.kafka import TRANSACTION_TIMEOUT_MS
 
 pytestmark = pytest.mark.timeout(240)
+MODES = pytest.mark.parametrize("separate", [False, True], ids=["combined", "separate-controller"])
 
 
 def _sigkill(broker: Broker) -> None:
@@ -67,8 +70,15 @@ def _last_stable_offset(bootstrap: str, partition: TopicPartition) -> tuple[int,
     return ends[0], ends[1]
 
 
-def test_a_transaction_open_at_a_sigkill_is_aborted_everywhere_after_the_restart(tmp_path):
-    broker = Broker(tmp_path / "broker", jvm_opts=["-XX:TieredStopAtLevel=1"])
+def _broker(home, separate: bool) -> Broker:
+    return Broker(home, jvm_opts=["-XX:TieredStopAtLevel=1"], separate_controller=separate)
+
+
+@MODES
+def test_a_transaction_open_at_a_sigkill_is_aborted_everywhere_after_the_restart(
+    tmp_path, separate
+):
+    broker = _broker(tmp_path / "broker", separate)
     bootstrap = broker.start(port=0, say=lambda _: None).bootstrap
     try:
         topic, group = "input", "hanging-group"
@@ -113,12 +123,13 @@ def _leaders(bootstrap: str, topic: str) -> list[int]:
     return [p.leader for p in meta.partitions.values()]
 
 
-def test_a_stopping_node_never_serves_its_partitions_leaderless(tmp_path):
+@MODES
+def test_a_stopping_node_never_serves_its_partitions_leaderless(tmp_path, separate):
     """While a clean stop is under way the node still takes requests; had it handed its
     partitions' leadership away (a controlled shutdown: there is no other replica to take it),
     an EndTxn accepted then would have its markers skipped (seen in the seeded chaos run: a
     PrepareCommit at the stop completed 1 ms later with no marker on __consumer_offsets)."""
-    broker = Broker(tmp_path / "broker", jvm_opts=["-XX:TieredStopAtLevel=1"])
+    broker = _broker(tmp_path / "broker", separate)
     bootstrap = broker.start(port=0, say=lambda _: None).bootstrap
     topic = "stopping"
     admin = AdminClient({"bootstrap.servers": bootstrap})

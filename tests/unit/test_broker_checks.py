@@ -89,6 +89,47 @@ def test_config_is_kraft_single_node_on_loopback(home):
     assert config["log.dirs"] == str(broker.data_dir)
 
 
+def _properties(path: Path) -> dict[str, str]:
+    lines = path.read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+def test_a_separated_broker_and_its_controller_are_two_nodes_of_one_quorum(home):
+    broker = Broker(home, separate_controller=True, settings={"broker.session.timeout.ms": "2000"})
+    broker.home.mkdir(parents=True)
+    broker._write_config({"port": 19092, "controller_port": 19093})
+    node, controller = _properties(broker.config_file), _properties(broker.controller.config_file)
+    assert (node["process.roles"], controller["process.roles"]) == ("broker", "controller")
+    assert node["node.id"] != controller["node.id"]
+    voters = f"{controller['node.id']}@127.0.0.1:19093"
+    assert node["controller.quorum.voters"] == controller["controller.quorum.voters"] == voters
+    assert node["listeners"] == "PLAINTEXT://127.0.0.1:19092"
+    assert controller["listeners"] == "CONTROLLER://127.0.0.1:19093"
+    assert controller["log.dirs"] == str(broker.controller.data_dir) != node["log.dirs"]
+    # the controller fences brokers and sets new topics' defaults; the broker runs the rest
+    assert controller["broker.session.timeout.ms"] == "2000"
+    assert controller["num.partitions"] == "4" and "num.partitions" not in node
+    assert node["transaction.abort.timed.out.transaction.cleanup.interval.ms"] == "10000"
+
+
+def test_a_home_keeps_its_mode(home):
+    """Node ids and metadata logs differ between the modes: a combined home is refused as a
+    separated one, a separated home stays separated, and a secure broker is combined only."""
+    combined = Broker(home)
+    combined.data_dir.mkdir(parents=True)
+    (combined.data_dir / "meta.properties").write_text("cluster.id=x\nnode.id=1\n")
+    with pytest.raises(BrokerError, match="holds a combined broker"):
+        Broker(home, separate_controller=True).start(port=0, say=lambda _: None)
+    separated = Broker(home.with_name("separated"))
+    separated.controller.data_dir.mkdir(parents=True)
+    (separated.controller.data_dir / "meta.properties").write_text("cluster.id=y\n")
+    assert Broker(separated.home).separate and not Broker(home).separate
+    assert Broker(separated.home).controller.cluster_id() == "y"
+    secure = Broker(home.with_name("secure"), secure=True, separate_controller=True)
+    with pytest.raises(BrokerError, match="secure broker runs as one combined node"):
+        secure.start(port=0, say=lambda _: None)
+
+
 def test_compose_broker_has_the_single_node_settings():
     """docker-compose.yml's broker runs the settings the embedded one does, among them the
     timed-out-transaction scan that keeps transaction markers from being skipped after a

@@ -1,13 +1,13 @@
 """The faults of the seeded chaos run, done for real: a broker of the run's own (its own home
-and port, so stopping it never disturbs another test) and `logwheel run` processes, one per
-computation instance, each with a stable `--instance-id` (so a wiped disk is still the same
-static member) and short session timeouts from `[kafka]` in `--config`.
+and port, so stopping it never disturbs another test; its KRaft controller in a JVM of its own
+that the broker faults leave running) and `logwheel run` processes, one per computation
+instance, each with a stable `--instance-id` (so a wiped disk is still the same static member)
+and short session timeouts from `[kafka]` in `--config`.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import signal
 import threading
@@ -34,13 +34,26 @@ CLIENT_SETTINGS = {
     "reconnect.backoff.max.ms": 1000,
 }
 SESSION_S = CLIENT_SETTINGS["session.timeout.ms"] / 1000
+LOG4J = Path(__file__).resolve().parents[3] / "ops" / "log4j2-transactions.properties"
 
 
 class ChaosBroker:
-    """The run's own embedded broker, restarted on the same port after every fault."""
+    """The run's own embedded broker, restarted on the same port after every fault.
+
+    Its controller runs in a JVM of its own (`Broker(separate_controller=True)`), which the
+    broker faults never touch, as a production controller quorum outlives a broker's crash:
+    with one combined JVM, a restarted node acted on the metadata it replayed before the
+    controller in it fenced its previous incarnation, and its partitions had no leader for a
+    moment while its transaction coordinator sent markers (README, the seeded chaos run). The
+    broker and controller log what explains a hanging transaction (`LOG4J`)."""
 
     def __init__(self, home: Path) -> None:
-        self.broker = Broker(home, settings=BROKER_SETTINGS, jvm_opts=["-XX:TieredStopAtLevel=1"])
+        self.broker = Broker(
+            home,
+            settings=BROKER_SETTINGS,
+            jvm_opts=["-XX:TieredStopAtLevel=1", f"-Dlog4j2.configurationFile={LOG4J}"],
+            separate_controller=True,
+        )
         self.bootstrap = ""
         self.port = 0
 
@@ -59,15 +72,16 @@ class ChaosBroker:
         return self.bootstrap
 
     def stop(self) -> None:
+        """The broker-stop fault: SIGTERM the broker; the controller stays up."""
+        self.broker.stop(keep_controller=True)
+
+    def close(self) -> None:
+        """The end of the run: stop the broker and its controller."""
         self.broker.stop()
 
     def kill(self) -> None:
-        pid = self.broker.running_pid()
-        if pid is not None:
-            os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-                time.sleep(0.05)
+        """The broker-kill fault: SIGKILL the broker; the controller stays up."""
+        self.broker.kill()
 
 
 @dataclass
@@ -95,7 +109,15 @@ class Instance:
 
 
 def instance(
-    ref: str, computation: str, n: int, *, bootstrap: str, root: Path, path: Path, config: Path
+    ref: str,
+    computation: str,
+    n: int,
+    *,
+    bootstrap: str,
+    root: Path,
+    path: Path,
+    config: Path,
+    args: tuple[str, ...] = (),
 ) -> Instance:
     name = f"{computation}-{n}"
     state = root / f"state-{ref.split(':')[0]}-{name}"
@@ -107,14 +129,21 @@ def instance(
         computations=[computation],
         log=root / "logs" / f"{ref.split(':')[0]}-{name}.log",
     )
-    job.args += ["--instance-id", name, "--config", str(config)]
+    job.args += ["--instance-id", name, "--config", str(config), *args]
     return Instance(name, job, state)
 
 
 def instances_of(
-    unique, per_computation: int, *, bootstrap: str, root: Path, config: Path
+    unique,
+    per_computation: int,
+    *,
+    bootstrap: str,
+    root: Path,
+    config: Path,
+    args: tuple[str, ...] = (),
 ) -> list[Instance]:
-    """`per_computation` instances of every computation of a `tests.support.UniqueJob`."""
+    """`per_computation` instances of every computation of a `tests.support.UniqueJob`, each
+    run with `args` added to its `logwheel run` command line."""
     return [
         instance(
             f"{unique.module}:pipeline",
@@ -124,6 +153,7 @@ def instances_of(
             root=root,
             path=root,
             config=config,
+            args=args,
         )  # fmt: skip
         for computation in unique.pipeline.computations
         for n in range(per_computation)
@@ -148,10 +178,18 @@ class Done:
 
 class FaultInjector:
     """Runs a schedule: broker faults one after another on their own lane, each process fault
-    on a thread of its own (one fault at a time per instance), at their times."""
+    on a thread of its own (one fault at a time per instance), at their times.
 
-    def __init__(self, broker: ChaosBroker, instances: list[Instance], malformed) -> None:
+    `on_backlog`: the instances start with a backlog to work off, and a SIGKILL waits until its
+    target has taken its partitions, lets it work `hold` s, kills it and starts it again at
+    once (so the kill lands while it works the backlog off); otherwise a SIGKILL kills at once
+    and `hold` is the time down."""
+
+    def __init__(
+        self, broker: ChaosBroker, instances: list[Instance], malformed, on_backlog: bool = False
+    ) -> None:
         self.broker, self.instances, self.malformed = broker, instances, malformed
+        self.on_backlog = on_backlog
         self.done: list[Done] = []
         self.started = time.monotonic()
         self._lock = threading.Lock()
@@ -209,6 +247,12 @@ class FaultInjector:
         target = self.instances[fault.target]
         with target.lock:
             target.check()
+            if kind == "sigkill" and self.on_backlog:
+                working = _wait_working(target)
+                time.sleep(fault.hold)
+                target.job.kill()
+                target.start()
+                return f"{target.name} {'after' if working else 'before'} taking its partitions"
             if kind == "sigkill":
                 target.job.kill()
                 time.sleep(fault.hold)
@@ -230,13 +274,18 @@ class FaultInjector:
         shutil.rmtree(target.state_dir, ignore_errors=True)
         time.sleep(hold)
         target.start()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and target.job.alive():
-            out = target.job.output(this_start=True)
-            if "assigned" in out:
-                break
-            time.sleep(0.02)
+        _wait_working(target)
         restoring = "restored" not in target.job.output(this_start=True)
         target.job.kill()
         target.start()
         return f"{target.name} {'killed restoring' if restoring else 'killed after restore'}"
+
+
+def _wait_working(target: Instance, timeout: float = 30) -> bool:
+    """Wait until this incarnation of `target` took its partitions (it logs "assigned")."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and target.job.alive():
+        if "assigned" in target.job.output(this_start=True):
+            return True
+        time.sleep(0.02)
+    return False

@@ -50,6 +50,8 @@ class Size:
     kinds: tuple[str, ...] = KINDS
     instances: int = 2
     settle_s: float = 300  # longest wait, once fed, for the pipelines to finish
+    commit_interval_ms: int | None = None  # `logwheel run --commit-interval-ms`, if not default
+    backlog: bool = False  # the whole input first, then the instances (FaultInjector.on_backlog)
 
 
 REDUCED = Size(lines=36_000, line_rate=300, windows=120, per_window=140, span=110, per_kind=10)
@@ -106,19 +108,41 @@ class OutputSampler(threading.Thread):
             if total is not None:
                 self.samples.append((time.monotonic(), total))
 
+    def stall_after(self, t: float) -> float | None:
+        """How long after `t` output moved on (None: no sample before `t`, or never moved)."""
+        before = [n for s, n in self.samples if s <= t]
+        if not before:
+            return None
+        moved = next((s for s, n in self.samples if s > t and n > before[-1]), None)
+        return None if moved is None else moved - t
+
     def longest_stall(self, times: list[float], until: float) -> float:
         """The longest wait, over faults before `until`, from a fault to output moving on."""
-        longest = 0.0
-        for t in times:
-            if t > until:
-                continue
-            before = [n for s, n in self.samples if s <= t]
-            if not before:
-                continue
-            moved = next((s for s, n in self.samples if s > t and n > before[-1]), None)
-            if moved is not None:
-                longest = max(longest, moved - t)
-        return longest
+        stalls = [self.stall_after(t) for t in times if t <= until]
+        return max([s for s in stalls if s is not None], default=0.0)
+
+    def gaps(self, longer_than: float = 5.0) -> list[tuple[float, float]]:
+        """Stretches (start, length) without a sample: the broker did not answer."""
+        times = [s for s, _ in self.samples]
+        return [(a, b - a) for a, b in zip(times, times[1:], strict=False) if b - a > longer_than]
+
+
+def write_timeline(path: Path, injector: FaultInjector, sampler: OutputSampler) -> None:
+    """Every fault (seconds from the start, kind, target, hold, how long it took, what it met)
+    with the wait until output moved on after it, and the sampler's gaps (the broker did not
+    answer): where a long stall came from."""
+    lines = []
+    for done in sorted(injector.done, key=lambda d: d.began):
+        stall = sampler.stall_after(injector.started + done.began)
+        shown = "never" if stall is None else f"{stall:.1f}s"
+        f = done.fault
+        lines.append(
+            f"{done.began:8.1f} {f.kind:<12} target={f.target} hold={f.hold} "
+            f"took={done.ended - done.began:.1f}s {done.note} output moved after {shown}"
+        )
+    for start, length in sampler.gaps():
+        lines.append(f"{start - injector.started:8.1f} no sample for {length:.1f}s")
+    path.write_text("\n".join(sorted(lines, key=lambda line: float(line.split()[0]))) + "\n")
 
 
 def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once") -> Outcome:
@@ -134,12 +158,12 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         )  # fmt: skip
         open_input_topics(bootstrap, [f"{wc.prefix}lines", f"{win.prefix}events"])
         config = write_config(root / "chaos.toml")
+        every = size.commit_interval_ms
+        args = () if every is None else ("--commit-interval-ms", str(every))
         for unique in (wc, win):
             instances += instances_of(
-                unique, size.instances, bootstrap=bootstrap, root=root, config=config
+                unique, size.instances, bootstrap=bootstrap, root=root, config=config, args=args
             )
-        for inst in instances:
-            inst.start()
         outputs = [f"{wc.prefix}word-counts"]
         outputs += [f"{win.prefix}{s}" for s in ("counts", "totals", "rollups")]
         sampler = OutputSampler(bootstrap, outputs)
@@ -155,9 +179,8 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         faults = draw(seed, size.span, size.per_kind, len(instances), kinds=size.kinds)
         print(f"chaos seed={seed}: {len(faults)} faults over {size.span:.0f}s, "
               f"{len(instances)} instances, logs in {root / 'logs'}", flush=True)  # fmt: skip
-        lines.start()
-        events.start()
-        injector = FaultInjector(broker, instances, malformed)
+        _start_work(size, instances, [lines, events])
+        injector = FaultInjector(broker, instances, malformed, on_backlog=size.backlog)
         injector.run(faults)
         lines.join()
         events.join()
@@ -181,6 +204,7 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         verify_windows(report, bootstrap, win.name, win.prefix)
         times = [injector.started + d.began for d in injector.done]
         stall = sampler.longest_stall(times, fed)
+        write_timeline(root / "timeline.txt", injector, sampler)
         kinds = by_kind([d.fault for d in injector.done])
         outcome = Outcome(
             seed,
@@ -197,9 +221,25 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         for inst in instances:
             inst.job.signal(18) if inst.job.alive() else None  # SIGCONT, in case
             inst.job.stop(timeout=15)
-        broker.stop()
+        broker.close()
     outcome.seconds = time.monotonic() - began
     return outcome
+
+
+def _start_work(size: Size, instances: list, feeders: list[threading.Thread]) -> None:
+    """Start the instances and the feeders together (the input arrives while they work), or,
+    with `size.backlog`, the whole input first and then the instances, which start with a
+    backlog to work off."""
+    if size.backlog:
+        for feeder in feeders:
+            feeder.start()
+        for feeder in feeders:
+            feeder.join()
+    for inst in instances:
+        inst.start()
+    if not size.backlog:
+        for feeder in feeders:
+            feeder.start()
 
 
 def _drained(pipelines: list, bootstrap: str) -> bool:

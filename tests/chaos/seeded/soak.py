@@ -121,7 +121,7 @@ def soak(root: Path, minutes: float, rate: int, fault_every: float = 150) -> lis
     finally:
         for inst in instances:
             inst.job.stop(timeout=15)
-        broker.stop()
+        broker.close()
 
 
 def main() -> int:
