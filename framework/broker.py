@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from framework.broker_roles import (
     CONTROLLER_ONLY,
@@ -114,6 +115,7 @@ SINGLE_NODE_SETTINGS = {
 """Broker settings for a single node; docker-compose.yml and the test container use the same."""
 
 log = logging.getLogger(__name__)
+N = TypeVar("N", int, float)
 
 
 class BrokerError(RuntimeError):
@@ -208,7 +210,7 @@ class Broker:
         return self._running_pid(self.controller, say)
 
     def _running_pid(self, role: Role, say: Callable[[str], None] | None) -> int | None:
-        pid = _read_int(role.pid_file)
+        pid = _read_number(role.pid_file, int)
         if pid is not None and self._is_ours(pid, role):
             return pid
         if say is None:
@@ -352,7 +354,7 @@ class Broker:
         counts from when it answers there."""
         if not self.node.formatted:
             return  # never registered
-        down = _read_float(self.down_file)
+        down = _read_number(self.down_file, float)
         alive = time.time() if down is None else down
         if fresh is not None:
             deadline = time.monotonic() + timeout
@@ -706,16 +708,10 @@ def _write_properties(path: Path, settings: dict[str, str]) -> None:
     write_private(path, "# written by logwheel at every start\n" + "\n".join(lines))
 
 
-def _read_float(path: Path) -> float | None:
+def _read_number(path: Path, kind: type[N]) -> N | None:
+    """The number a pid or time file holds; None if it is missing or garbled."""
     try:
-        return float(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
+        return kind(path.read_text().strip())
     except (OSError, ValueError):
         return None
 

@@ -12,7 +12,7 @@ instead of failing every commit forever (invariant 7). Refusals that are not the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -90,7 +90,7 @@ class Collector:
                     produce(topic, value, key, partition, None, None, timestamp, headers)
                     break
                 except BufferError:
-                    self.producer.poll(0.05)
+                    self.poll(0.05)
                 except KafkaException as error:  # refused before sending: fails the commit
                     self._errors.append(error.args[0])
                     break
@@ -122,21 +122,31 @@ class Collector:
             timestamp = 0  # the broker's time: a dead letter is kept whatever its timestamp
         self.send(dlq, key, value, timestamp=timestamp or None, headers=headers)
 
+    def poll(self, timeout: float = 0) -> None:
+        """Serve delivery reports (refusals are kept for the next `flush`)."""
+        self._serve(self.producer.poll, timeout)
+
     def flush(self) -> None:
         """Wait for every send; raise the first refusal."""
-        try:
-            self.producer.flush()
-        except SystemError as error:
-            # confluent-kafka raises a fenced producer's fatal error as a KafkaException and
-            # then runs a delivery callback with it pending, which Python reports as a
-            # SystemError caused by it: the commit must see the KafkaException (found by the
-            # full-size seeded chaos run, where it ended the process instead of the membership)
-            if isinstance(error.__cause__, KafkaException):
-                raise error.__cause__ from None
-            raise
+        self._serve(self.producer.flush)
         if self._errors:
             err, self._errors = self._errors[0], []
             raise KafkaException(err)
+
+    def _serve(self, call: Callable[..., object], *args: float) -> None:
+        """A producer call that runs delivery callbacks. confluent-kafka raises a fatal delivery
+        error (a fenced transactional producer) out of it, and a SystemError caused by it when
+        another callback runs with it pending; either is kept like any refusal, so the commit
+        that flushes ends the membership instead of the process (found by the full-size seeded
+        chaos run). It goes first: the producer cannot go on, whatever else was refused."""
+        try:
+            call(*args)
+        except SystemError as error:
+            if not isinstance(error.__cause__, KafkaException):
+                raise
+            self._errors.insert(0, error.__cause__.args[0])
+        except KafkaException as error:
+            self._errors.insert(0, error.args[0])
 
     def refusal(self) -> KafkaError | None:
         """The first refusal of a record's content among those not yet raised."""

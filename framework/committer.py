@@ -123,7 +123,7 @@ class Committer:
         )
         if not abortable:
             raise Rejoin(f"commit failed: {error}") from error
-        self.producer.poll(0)  # serve the delivery reports: which records were refused
+        self.collector.poll()  # serve the delivery reports: which records were refused
         self.refusal = self.collector.refusal() or (err if err.code() in DATA_FAULTS else None)
         log.warning("%s: commit failed, re-running from the last commit: %s", self.spec.group, err)
         ABORTS.labels(self.spec.name).inc()

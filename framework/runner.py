@@ -321,7 +321,7 @@ class Member:
                     self.dirty = True
             if not self.dirty:
                 self.dirty = self.committer.marks_moved(tasks.running())
-            self.collector.producer.poll(0)
+            self.collector.poll()
             if time.monotonic() - self.meter.reported >= 1:
                 self.meter.report(tasks.running(), tasks.inputs())
             if self.dirty and (

@@ -55,6 +55,9 @@ class FakeCollector:
     def flush(self):
         log.append("flush")
 
+    def poll(self, timeout=0):
+        self.producer.poll(timeout)
+
     def send(self, topic, key, value, **kwargs):
         log.append(f"send {topic}")
 
