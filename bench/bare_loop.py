@@ -3,7 +3,7 @@ loop, run as its own process like `logwheel run`, until SIGTERM.
 
 It reads the input with a read_committed group consumer and writes every record, key and value
 bytes unchanged, to the output with a plain (non-transactional, non-idempotent) producer. The
-clients get the same fetch and batching settings logwheel's own get (`framework.kafka`), so
+clients get the same fetch and batching settings logwheel's own get (`framework.kafka.config`), so
 what separates the two is the framework: decoding, the hook, state, encoding, changelog and
 the commit protocol — not client tuning. Offsets are auto-committed, as a bare loop would.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from framework.kafka import consumer_config, producer_config  # noqa: E402
+from framework.kafka.config import consumer_config, producer_config  # noqa: E402
 
 BATCH = 1000  # as logwheel's Runner.max_batch
 

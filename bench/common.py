@@ -34,9 +34,9 @@ REPO = BENCH.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from framework.broker import bootstrap_from  # noqa: E402
-from framework.pipeline import Pipeline  # noqa: E402
-from framework.topics import create_topics, pipeline_topics  # noqa: E402
+from framework.broker.embedded import bootstrap_from  # noqa: E402
+from framework.core.pipeline import Pipeline  # noqa: E402
+from framework.kafka.topics import create_topics, pipeline_topics  # noqa: E402
 from tests.support import Job, import_job, unique_name, write_job  # noqa: E402
 
 RESULTS = BENCH / "results"
@@ -69,7 +69,7 @@ class Arguments(argparse.ArgumentParser):
 
     def parse(self, argv: Sequence[str] | None) -> argparse.Namespace:
         """Parse `argv`; a size not given is the run's (full or quick); the bootstrap address
-        is resolved once (`framework.broker.bootstrap_from`)."""
+        is resolved once (`framework.broker.embedded.bootstrap_from`)."""
         args = self.parse_args(argv)
         args.quick = getattr(args, "quick", False)
         for name, value in (self.quick if args.quick else self.full).items():

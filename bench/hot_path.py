@@ -28,12 +28,12 @@ from confluent_kafka import Message
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, throughput  # noqa: E402
-from framework.collector import Collector  # noqa: E402
-from framework.dead_letters import ErrorPolicy  # noqa: E402
-from framework.kafka import producer_config  # noqa: E402
-from framework.limits import Limit, TopicLimits  # noqa: E402
-from framework.state import TaskStore  # noqa: E402
-from framework.task import KeyedTask, Runtime, decode_timer  # noqa: E402
+from framework.core.dead_letters import ErrorPolicy  # noqa: E402
+from framework.kafka.collector import Collector  # noqa: E402
+from framework.kafka.config import producer_config  # noqa: E402
+from framework.kafka.limits import Limit, TopicLimits  # noqa: E402
+from framework.state.store import TaskStore  # noqa: E402
+from framework.streaming.task import KeyedTask, Runtime, decode_timer  # noqa: E402
 
 RUN = 1_000
 

@@ -55,8 +55,8 @@ from confluent_kafka import Producer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers  # noqa: E402
 from framework import Computation, Pipeline, key_by  # noqa: E402
-from framework.collector import ID_HEADER  # noqa: E402
-from framework.kafka import producer_config  # noqa: E402
+from framework.kafka.collector import ID_HEADER  # noqa: E402
+from framework.kafka.config import producer_config  # noqa: E402
 
 QUICK_ARGS = ["--quick"]
 """What `bench/run_all.py --quick` passes: a reduced run (~5 s of measured sends per guarantee)."""

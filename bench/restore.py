@@ -27,8 +27,8 @@ from confluent_kafka import Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers, scaling, throughput  # noqa: E402
-from framework.kafka import producer_config  # noqa: E402
-from framework.serde import default_schemas  # noqa: E402
+from framework.kafka.config import producer_config  # noqa: E402
+from framework.serde.codecs import default_schemas  # noqa: E402
 
 FULL = {"keys": 1_000_000}
 QUICK = {"keys": 5_000}

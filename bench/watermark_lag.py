@@ -47,10 +47,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 from framework import Computation, Pipeline, key_by  # noqa: E402
-from framework.clock import now_ms  # noqa: E402
-from framework.injector import Injector  # noqa: E402
-from framework.pipeline import InjectorWatermark  # noqa: E402
-from framework.watermarks import decode_mark, injector_producer  # noqa: E402
+from framework.core.clock import now_ms  # noqa: E402
+from framework.core.pipeline import InjectorWatermark  # noqa: E402
+from framework.core.watermarks import decode_mark, injector_producer  # noqa: E402
+from framework.streaming.injector import Injector  # noqa: E402
 
 QUICK_ARGS = ["--quick"]
 """What `bench/run_all.py --quick` passes: a reduced run (~10 samples per stage)."""

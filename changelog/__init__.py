@@ -19,8 +19,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from rich.progress import Progress
 
 from changelog.store import MemoryRows, RocksRows
-from framework.kafka import consumer_config, unreachable, watermark_offsets
-from framework.serde import default_schemas
+from framework.kafka.config import consumer_config, unreachable, watermark_offsets
+from framework.serde.codecs import default_schemas
 
 __all__ = ["ChangelogTable"]
 

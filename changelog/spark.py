@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from framework.kafka import java_settings
-from framework.serde import default_schemas
+from framework.kafka.config import java_settings
+from framework.serde.codecs import default_schemas
 
 
 def read_snapshot(spark: Any, topic: str, *, bootstrap: str, kafka: dict | None = None) -> Any:

@@ -1,8 +1,8 @@
 """logwheel: MillWheel's programming model on Kafka — per-key state, timers, low watermarks and
 exactly-once delivery for Python computations."""
 
-from framework.api import MIN_TIME, Computation, Context, Record, Timer
-from framework.pipeline import (
+from framework.core.api import MIN_TIME, Computation, Context, Record, Timer
+from framework.core.pipeline import (
     BoundedOutOfOrderness,
     InjectorWatermark,
     Pipeline,

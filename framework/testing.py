@@ -13,13 +13,13 @@ import itertools
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from framework.api import Record, Timer
-from framework.context import copy_json, production_id
-from framework.dead_letters import ErrorPolicy, reason_of
+from framework.core.api import Record, Timer
+from framework.core.context import copy_json, production_id
+from framework.core.dead_letters import ErrorPolicy, reason_of
+from framework.core.executor import Executor
+from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.errors import BadRecord
-from framework.executor import Executor
-from framework.pipeline import ComputationSpec, Pipeline
-from framework.serde import decoder_for, encoder_for
+from framework.serde.codecs import decoder_for, encoder_for
 
 
 class DeadLetter(NamedTuple):

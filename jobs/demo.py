@@ -10,8 +10,8 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from framework.pipeline import Pipeline
-from framework.topics import create_topics, pipeline_topics
+from framework.core.pipeline import Pipeline
+from framework.kafka.topics import create_topics, pipeline_topics
 
 
 def clean_slate(bootstrap: str, pipeline: Pipeline, state_dir: Path) -> None:

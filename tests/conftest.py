@@ -129,7 +129,7 @@ def create_topic(kafka: str, unique: Callable[[str], str]) -> Callable[..., str]
 def _container() -> Iterator[str]:
     from testcontainers.community.kafka import KafkaContainer
 
-    from framework.broker import SINGLE_NODE_SETTINGS
+    from framework.broker.embedded import SINGLE_NODE_SETTINGS
 
     container = KafkaContainer(DOCKER_IMAGE).with_kraft()
     for key, value in SINGLE_NODE_SETTINGS.items():
@@ -141,7 +141,7 @@ def _container() -> Iterator[str]:
 @contextmanager
 def _embedded(home: Path) -> Iterator[str]:
     """The shared embedded test broker, with a lease per session (a file named by its pid)."""
-    from framework.broker import Broker, _alive
+    from framework.broker.embedded import Broker, _alive
 
     broker = Broker(home)
     leases, marker = broker.home / "leases", broker.home / "started-by-tests"

@@ -48,7 +48,7 @@ class UniqueJob:
         kafka: dict | None = None,
         create: bool = True,
     ) -> None:
-        from framework.topics import create_topics
+        from framework.kafka.topics import create_topics
 
         self.bootstrap, self.directory = bootstrap, directory
         self.name = unique_name(prefix)
@@ -297,7 +297,7 @@ class Wordcount:
 
     def read_counts(self, timeout: float = 120, expect: int | None = None) -> list[tuple[str, int]]:
         """The committed counts, once `expect` (default: one per word seen) have come."""
-        from framework.serde import decoder_for
+        from framework.serde.codecs import decoder_for
 
         decode = decoder_for("wordcount.WordCount")
         read = functools.partial(read_topic, self.bootstrap, self.counts_topic, kafka=self.kafka)
@@ -333,8 +333,8 @@ def import_job(directory: Path, module: str):
 
 
 def read_marks(bootstrap: str, channel: str, **kwargs) -> list:
-    """Every committed mark (`framework.watermarks.Mark`) on a watermark channel, in order."""
-    from framework.watermarks import decode_mark
+    """Every committed mark (`framework.core.watermarks.Mark`) on a watermark channel, in order."""
+    from framework.core.watermarks import decode_mark
 
     msgs = read_topic(bootstrap, channel, **kwargs)
     return [decode_mark(m.value()) for m in sorted(msgs, key=lambda m: m.offset()) if m.value()]
@@ -350,8 +350,8 @@ def wait_until_resettable(
 ) -> None:
     """Wait until `logwheel reset` accepts the computation: its stopped (static) members'
     sessions have ended."""
-    from framework.pipeline import PipelineError
-    from framework.reset import reset
+    from framework.core.pipeline import PipelineError
+    from framework.ops.reset import reset
 
     def resettable() -> bool:
         try:

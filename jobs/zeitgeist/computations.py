@@ -18,7 +18,7 @@ queries that spike or dip, against a model of each query's usual traffic.
 
 from __future__ import annotations
 
-from framework.api import Computation, Context, Record, Timer
+from framework.core.api import Computation, Context, Record, Timer
 
 WINDOW_MS = 1000
 

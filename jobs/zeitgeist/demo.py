@@ -19,9 +19,9 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from framework.broker import bootstrap_from
-from framework.clock import now_ms
-from framework.serde import decoder_for
+from framework.broker.embedded import bootstrap_from
+from framework.core.clock import now_ms
+from framework.serde.codecs import decoder_for
 from jobs.demo import clean_slate, start_job
 from jobs.zeitgeist import pipeline
 from jobs.zeitgeist.generator import planted

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from framework.broker import bootstrap_from
-from framework.clock import now_ms
-from framework.injector import Injector
+from framework.broker.embedded import bootstrap_from
+from framework.core.clock import now_ms
+from framework.streaming.injector import Injector
 from jobs.zeitgeist import INJECTOR, pipeline
 from jobs.zeitgeist.generator import MAX_DELAY_MS, first_window, generate
 

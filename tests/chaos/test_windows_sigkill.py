@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from framework.injector import Injector
+from framework.streaming.injector import Injector
 from tests.chaos.windows_job import BUCKET, WINDOW
 from tests.support import UniqueJob, read_topic, wait_for
 

@@ -1,5 +1,5 @@
 """A bare static group member as `logwheel run` configures its consumer
-(`framework.kafka.consumer_config`): prints each assignment; with `--die-on-revoke` it
+(`framework.kafka.config.consumer_config`): prints each assignment; with `--die-on-revoke` it
 SIGKILLs itself the moment it is asked to give partitions up, before it can rejoin.
 
     python -m tests.integration.group_member BOOTSTRAP TOPIC GROUP INSTANCE [--die-on-revoke]
@@ -13,7 +13,7 @@ import sys
 
 from confluent_kafka import Consumer
 
-from framework.kafka import consumer_config
+from framework.kafka.config import consumer_config
 
 
 def main() -> None:

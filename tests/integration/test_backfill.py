@@ -17,15 +17,15 @@ import pytest
 from confluent_kafka import KafkaException
 
 from changelog import ChangelogTable
-from framework.backfill import backfill
-from framework.backfill_plan import PLAN_KEY, Plan, backfill_topic, done_key, read_backfill_topic
-from framework.backfill_task import FAIL_ENV
-from framework.collector import ID_HEADER
-from framework.injector import Injector
-from framework.pipeline import PipelineError
-from framework.reset import reset
-from framework.serde import decoder_for
-from framework.spark import session
+from framework.backfill.driver import backfill
+from framework.backfill.plan import PLAN_KEY, Plan, backfill_topic, done_key, read_backfill_topic
+from framework.backfill.session import session
+from framework.backfill.task import FAIL_ENV
+from framework.core.pipeline import PipelineError
+from framework.kafka.collector import ID_HEADER
+from framework.ops.reset import reset
+from framework.serde.codecs import decoder_for
+from framework.streaming.injector import Injector
 from framework.testing import Harness
 from tests.support import (
     REPO,

@@ -10,7 +10,7 @@ from confluent_kafka import Producer
 
 from changelog import ChangelogTable
 from changelog.spark import read_snapshot
-from framework.spark import session
+from framework.backfill.session import session
 from tests.support import UniqueJob, wait_for
 
 pytestmark = pytest.mark.timeout(600)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from framework.collector import Collector
+from framework.kafka.collector import Collector
 
 
 def fenced(kafka: str, topic: str, transactional_id: str) -> Collector:

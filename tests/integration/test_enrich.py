@@ -12,9 +12,9 @@ import pytest
 from confluent_kafka import Producer
 
 from changelog import ChangelogTable
-from framework.pipeline import Pipeline, PipelineError
-from framework.runner import Runner
-from framework.serde import decoder_for, encoder_for
+from framework.core.pipeline import Pipeline, PipelineError
+from framework.serde.codecs import decoder_for, encoder_for
+from framework.streaming.runner import Runner
 from tests.support import UniqueJob, read_topic, wait_for
 
 pytestmark = pytest.mark.timeout(600)

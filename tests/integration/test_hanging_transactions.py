@@ -5,7 +5,8 @@ its transactional offset commit does not stay pending in the group coordinator.
 Kafka skips a transaction's markers to a partition that has no leader and records the
 transaction complete anyway. Right after a restart the single node's partitions have no leader
 for a moment; the transaction coordinator's first scan for timed-out transactions used to fall
-into it (`framework.broker.TIMED_OUT_ABORT_SCAN_MS`). Both tests run on a combined node and on
+into it (`framework.broker.embedded.TIMED_OUT_ABORT_SCAN_MS`). Both tests run on a combined
+node and on
 a broker whose controller runs in a JVM of its own (the seeded chaos run's broker). A broker of
 its own: the test kills it.
 """
@@ -22,8 +23,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from framework.broker import Broker
-from framework.kafka import TRANSACTION_TIMEOUT_MS
+from framework.broker.embedded import Broker
+from framework.kafka.config import TRANSACTION_TIMEOUT_MS
 
 pytestmark = pytest.mark.timeout(240)
 MODES = pytest.mark.parametrize("separate", [False, True], ids=["combined", "separate-controller"])

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from framework.api import MIN_TIME
-from framework.injector import FileInjector, Injector
+from framework.core.api import MIN_TIME
+from framework.streaming.injector import FileInjector, Injector
 from tests.support import (
     import_job,
     job_source,
@@ -35,7 +35,7 @@ BASE = 1_700_000_000_000  # a multiple of WINDOW
 
 TWO_PROCESSES_JOB = """
 from framework import Computation, Pipeline
-from framework.pipeline import InjectorWatermark
+from framework.core.pipeline import InjectorWatermark
 
 WINDOW = 1000
 
@@ -120,7 +120,7 @@ def test_two_injector_processes_the_minimum_governs(kafka, tmp_path):
 
 FILES_JOB = """
 from framework import Computation, Pipeline
-from framework.pipeline import InjectorWatermark
+from framework.core.pipeline import InjectorWatermark
 
 
 class Collect(Computation):

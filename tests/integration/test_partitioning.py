@@ -60,7 +60,7 @@ def test_repartition_topic_agrees_with_javas_default_partitioner(kafka, tmp_path
 def test_the_backfills_key_partition_agrees_with_javas_default_partitioner():
     """The backfill places a re-keyed key's changelog and timer records by
     `backfill_task.key_partition`, on Spark workers, without producing it."""
-    from framework.backfill_task import key_partition
+    from framework.backfill.task import key_partition
 
     keys = [f"key-{i}" for i in range(300)] + ["", "ünïcödé", "a" * 200, "日本語のキー"]
     for partitions in (1, 4, 7):

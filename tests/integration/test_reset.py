@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 
 from changelog import ChangelogTable
-from framework.pipeline import PipelineError
-from framework.reset import reset
-from framework.topics import create_topics
+from framework.core.pipeline import PipelineError
+from framework.kafka.topics import create_topics
+from framework.ops.reset import reset
 from tests.support import (
     Wordcount,
     import_job,

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from framework.reset import reset
-from framework.serde import decoder_for
+from framework.ops.reset import reset
+from framework.serde.codecs import decoder_for
 from tests.support import Wordcount, read_topic, wait_for, wait_until_resettable
 
 pytestmark = pytest.mark.timeout(600)

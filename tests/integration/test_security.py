@@ -27,10 +27,10 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from framework import broker as broker_mod
-from framework.broker import Broker, BrokerError
-from framework.broker_security import ADMIN_USER, JOB_USER, PASSWORD_VARS
-from framework.topics import pipeline_topics
+from framework.broker import embedded as broker_mod
+from framework.broker.embedded import Broker, BrokerError
+from framework.broker.security import ADMIN_USER, JOB_USER, PASSWORD_VARS
+from framework.kafka.topics import pipeline_topics
 from tests.support import REPO, Wordcount, wait_for, wait_until_resettable
 
 pytestmark = pytest.mark.timeout(600)

@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from framework.broker import Broker, _alive
+from framework.broker.embedded import Broker, _alive
 
 pytestmark = pytest.mark.timeout(240)
 

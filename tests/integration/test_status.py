@@ -14,16 +14,16 @@ import pytest
 from confluent_kafka import Producer
 from fastavro import schemaless_writer
 
-from framework.clock import now_ms
-from framework.injector import Injector
-from framework.serde import MARKER, default_schemas
+from framework.core.clock import now_ms
+from framework.serde.codecs import MARKER, default_schemas
+from framework.streaming.injector import Injector
 from tests.support import REPO, import_job, job_source, start_job, unique_name, wait_for, write_job
 
 pytestmark = pytest.mark.timeout(300)
 
 JOB = """
 from framework import Computation, Pipeline
-from framework.pipeline import InjectorWatermark
+from framework.core.pipeline import InjectorWatermark
 
 
 class Count(Computation):

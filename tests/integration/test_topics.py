@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from framework.api import Computation
-from framework.pipeline import InjectorWatermark, Pipeline, PipelineError, key_by
-from framework.topics import create_topics, pipeline_topics
+from framework.core.api import Computation
+from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError, key_by
+from framework.kafka.topics import create_topics, pipeline_topics
 
 
 class Noop(Computation):

@@ -13,7 +13,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from framework.api import MIN_TIME
+from framework.core.api import MIN_TIME
 from tests.support import (
     import_job,
     job_source,
@@ -38,7 +38,7 @@ import json
 import time
 
 from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
-from framework.pipeline import InjectorWatermark
+from framework.core.pipeline import InjectorWatermark
 
 WINDOW = 1000
 
@@ -115,7 +115,7 @@ def test_watermark_never_overtakes_data(kafka, tmp_path):
     """A slow consumer of `mid` never fires a timer for a window whose records it has not
     read yet: the relay's watermark reaches it long before the relay's records do, and must
     wait for them (it is applied only past the offsets it names)."""
-    from framework.injector import Injector
+    from framework.streaming.injector import Injector
 
     name = unique_name("wm-overtake")
     names = (name, f"{name}-src", f"{name}-mid", f"{name}-counts", f"{name}-late")
@@ -238,7 +238,7 @@ def test_a_partition_is_not_idle_before_it_was_read(kafka, tmp_path):
     reported a watermark a minute ahead of them. (Taking the partitions includes restoring
     every task, which takes longer than idle_ms here: the silence must be counted from when
     reading starts, not from when the task was built.)"""
-    from framework.topics import create_topics
+    from framework.kafka.topics import create_topics
 
     name = unique_name("wm-start")
     names = (name, f"{name}-src", f"{name}-counts", f"{name}-late")

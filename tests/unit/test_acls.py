@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from framework.acls import pipeline_acls
-from framework.kafka import reader_group
-from framework.topics import pipeline_topics
+from framework.kafka.config import reader_group
+from framework.kafka.topics import pipeline_topics
+from framework.ops.acls import pipeline_acls
 from jobs.wordcount import build
 from jobs.zeitgeist import pipeline as zeitgeist
 

@@ -1,4 +1,4 @@
-"""framework.api: the fast Record constructor of the per-record path."""
+"""framework.core.api: the fast Record constructor of the per-record path."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from framework.api import Record, make_record
+from framework.core.api import Record, make_record
 
 
 def test_make_record_builds_the_same_frozen_record():

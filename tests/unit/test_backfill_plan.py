@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
-from framework.api import MIN_TIME
-from framework.backfill import backfill
-from framework.backfill_plan import Plan, Range, end_watermark, lag_of
-from framework.backfill_task import _fault
-from framework.pipeline import PipelineError
+from framework.backfill.driver import backfill
+from framework.backfill.plan import Plan, Range, end_watermark, lag_of
+from framework.backfill.task import _fault
+from framework.core.api import MIN_TIME
+from framework.core.pipeline import PipelineError
 
 
 class Nothing(Computation):

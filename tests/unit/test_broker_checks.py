@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from framework import broker as broker_mod
-from framework.broker import Broker, BrokerError
+from framework.broker import embedded as broker_mod
+from framework.broker.embedded import Broker, BrokerError
 
 
 @pytest.fixture
@@ -133,8 +133,8 @@ def test_a_home_keeps_its_mode(home):
 def test_compose_broker_has_the_single_node_settings():
     """docker-compose.yml's broker runs the settings the embedded one does, among them the
     timed-out-transaction scan that keeps transaction markers from being skipped after a
-    restart (`framework.broker.TIMED_OUT_ABORT_SCAN_MS`)."""
-    compose = (Path(broker_mod.__file__).parents[1] / "docker-compose.yml").read_text()
+    restart (`framework.broker.embedded.TIMED_OUT_ABORT_SCAN_MS`)."""
+    compose = (Path(broker_mod.__file__).parents[2] / "docker-compose.yml").read_text()
     env = dict(re.findall(r"^\s+(KAFKA_[A-Z0-9_]+): \"?([^\"\n]*)\"?$", compose, re.M))
     for key, value in broker_mod.SINGLE_NODE_SETTINGS.items():
         assert env.get("KAFKA_" + key.upper().replace(".", "_")) == value, key

@@ -7,15 +7,15 @@ import tomllib
 
 import pytest
 
-from framework.broker import Broker, BrokerError, default_home
-from framework.broker_security import (
+from framework.broker.embedded import Broker, BrokerError, default_home
+from framework.broker.security import (
     PASSWORD_VARS,
     STORE_VAR,
     Credentials,
     _settings_toml,
     write_private,
 )
-from framework.kafka import expand_env
+from framework.kafka.config import expand_env
 
 SECRETS = {
     "LOGWHEEL_ADMIN_PASSWORD": "adm-Pw1",

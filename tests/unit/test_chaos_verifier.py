@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from framework.serde import encoder_for
-from framework.watermarks import Mark, encode_mark
+from framework.core.watermarks import Mark, encode_mark
+from framework.serde.codecs import encoder_for
 from tests.chaos.seeded.schedule import KINDS, by_kind, draw
 from tests.chaos.seeded.verifier import (
     Report,

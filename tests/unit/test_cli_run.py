@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from framework import Computation
-from framework.cli import main
-from framework.pipeline import Pipeline
+from framework.cli.main import main
+from framework.core.pipeline import Pipeline
 
 
 class Broken(Computation):

@@ -8,12 +8,12 @@ import json
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from framework.committer import Committer
+from framework.core.pipeline import Pipeline
+from framework.core.watermarks import Unwatermarked
 from framework.errors import Rejoin
-from framework.limits import TopicLimits
-from framework.pipeline import Pipeline
-from framework.task import InputPartition
-from framework.watermarks import Unwatermarked
+from framework.kafka.limits import TopicLimits
+from framework.streaming.committer import Committer
+from framework.streaming.task import InputPartition
 
 log: list[str] = []
 
@@ -86,7 +86,7 @@ class FakeTask:
         return self.state
 
     def mark(self):
-        from framework.watermarks import Mark
+        from framework.core.watermarks import Mark
 
         return Mark(self.producer, 5, False, {}, 3)
 

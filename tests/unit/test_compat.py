@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from fastavro import schemaless_writer
 
-from framework.cli import main
-from framework.compat import check
-from framework.serde import MARKER, default_schemas, load_schemas
-from framework.watermarks import decode_mark
+from framework.cli.main import main
+from framework.core.watermarks import decode_mark
+from framework.serde.codecs import MARKER, default_schemas, load_schemas
+from framework.serde.compat import check
 
 V1 = {
     "type": "record",

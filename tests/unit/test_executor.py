@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from framework.api import MIN_TIME, Computation, Record, Timer
-from framework.executor import Executor
-from framework.pipeline import Pipeline, key_by
+from framework.core.api import MIN_TIME, Computation, Record, Timer
+from framework.core.executor import Executor
+from framework.core.pipeline import Pipeline, key_by
 from framework.testing import Harness
 
 # -- computations under test --------------------------------------------------------------

@@ -8,8 +8,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.api import MIN_TIME, Computation
-from framework.pipeline import Pipeline, key_by
+from framework.core.api import MIN_TIME, Computation
+from framework.core.pipeline import Pipeline, key_by
 from framework.testing import Harness
 
 WINDOW = 1000

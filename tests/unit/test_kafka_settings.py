@@ -6,14 +6,14 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from framework.errors import ConfigurationError
-from framework.kafka import (
+from framework.kafka.config import (
     consumer_config,
     expand_env,
     java_settings,
     reader_group,
     watermark_offsets,
 )
-from framework.launch import kafka_settings, spark_settings
+from framework.streaming.launch import kafka_settings, spark_settings
 
 
 def test_references_are_replaced_by_the_environment():

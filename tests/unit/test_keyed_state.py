@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from framework.core.keyed_state import KeyedState
 from framework.errors import BadRecord
-from framework.keyed_state import KeyedState
-from framework.serde import decode_json, encode_json
+from framework.serde.codecs import decode_json, encode_json
 
 
 class _Backend:

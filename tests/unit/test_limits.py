@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from framework.clock import now_ms
+from framework.core.clock import now_ms
 from framework.errors import BadRecord
-from framework.limits import Limit, TopicLimits
+from framework.kafka.limits import Limit, TopicLimits
 
 
 def test_size_and_timestamp_window():

@@ -1,4 +1,4 @@
-"""framework.logs: JSON lines carry the fields, the format resolves from the flag or the
+"""framework.core.logs: JSON lines carry the fields, the format resolves from the flag or the
 environment, a bad name fails in one line, and the rate-limited logger folds repeats."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
+from framework.core.logs import RateLimited, resolve_format, setup
 from framework.errors import ConfigurationError
-from framework.logs import RateLimited, resolve_format, setup
 
 
 @pytest.fixture

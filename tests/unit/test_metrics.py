@@ -1,4 +1,4 @@
-"""framework.metrics: names follow Prometheus conventions, labels are bounded (never a key),
+"""framework.core.metrics: names follow Prometheus conventions, labels are bounded (never a key),
 every metric the README's table names exists, and `serve(0)` picks a free port that answers."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 
-import framework.metrics as metrics
+import framework.core.metrics as metrics
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 BOUNDED = {"computation", "stream", "topic", "partition", "stage", "reason", "kind"}

@@ -9,11 +9,11 @@ import threading
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
 
-import framework.runner as runner_module
+import framework.streaming.runner as runner_module
 from framework import Computation, Pipeline
 from framework.errors import Rejoin
-from framework.kafka import unreachable
-from framework.runner import Runner
+from framework.kafka.config import unreachable
+from framework.streaming.runner import Runner
 
 
 class Noop(Computation):

@@ -11,8 +11,8 @@ import pytest
 from fastavro import schemaless_writer
 from fastavro.schema import parse_schema
 
-from framework import serde
-from framework.serde import DecodeError, EncodeError, SchemaError
+from framework.serde import codecs as serde
+from framework.serde.codecs import DecodeError, EncodeError, SchemaError
 
 # CRC-64-AVRO fingerprints published by Apache Avro in share/test/data/schema-tests.txt
 # (cross-checked there by the Java implementation), as signed 64-bit longs:

@@ -1,4 +1,4 @@
-from framework.status import graph
+from framework.ops.status import graph
 from jobs.zeitgeist import pipeline
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from confluent_kafka import Message
 
-from framework.pipeline import BoundedOutOfOrderness
-from framework.task import InputPartition
-from framework.watermarks import BoundedLateness, Published
+from framework.core.pipeline import BoundedOutOfOrderness
+from framework.core.watermarks import BoundedLateness, Published
+from framework.streaming.task import InputPartition
 
 
 def _msgs(*timestamps: int) -> list[Message]:

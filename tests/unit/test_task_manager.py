@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from confluent_kafka import TopicPartition
 
-from framework.dead_letters import ErrorPolicy
-from framework.limits import TopicLimits
-from framework.task import KeyedTask, Runtime
-from framework.task_manager import TaskManager
+from framework.core.dead_letters import ErrorPolicy
+from framework.kafka.limits import TopicLimits
+from framework.streaming.task import KeyedTask, Runtime
+from framework.streaming.task_manager import TaskManager
 from jobs.wordcount import build
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from framework.api import Timer
-from framework.timers import TimerService
+from framework.core.api import Timer
+from framework.core.timers import TimerService
 
 
 def test_timer_service_changes_and_lazy_deletion():

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from framework.api import Computation
-from framework.pipeline import (
+from framework.core.api import Computation
+from framework.core.pipeline import (
     BoundedOutOfOrderness,
     InjectorWatermark,
     Pipeline,
     PipelineError,
     key_by,
 )
-from framework.topics import COMPACT, TopicSpec, check_existing, pipeline_topics
+from framework.kafka.topics import COMPACT, TopicSpec, check_existing, pipeline_topics
 
 
 class Noop(Computation):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from framework.pipeline import BoundedOutOfOrderness
-from framework.watermarks import BoundedLateness, Mark, Published, combine
+from framework.core.pipeline import BoundedOutOfOrderness
+from framework.core.watermarks import BoundedLateness, Mark, Published, combine
 
 
 class Clock:
@@ -58,7 +58,7 @@ def test_combine_leaves_idle_inputs_out_and_is_unknown_until_all_report():
 def test_an_undecodable_mark_is_skipped_and_counted():
     from prometheus_client import REGISTRY
 
-    from framework.dead_letters import undecodable
+    from framework.core.dead_letters import undecodable
 
     before = REGISTRY.get_sample_value(
         "logwheel_undecodable_internal_records_total", {"topic": "t.watermarks"}

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from framework.broker import Broker
+from framework.broker.embedded import Broker
 from tests.chaos.seeded.schedule import BROKER_KINDS, Fault
 from tests.support import Job
 

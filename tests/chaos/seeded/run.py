@@ -19,7 +19,7 @@ from pathlib import Path
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from framework.status import status
+from framework.ops.status import status
 from tests.chaos.seeded.faults import (
     CLIENT_SETTINGS,
     ChaosBroker,

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from framework.status import status
+from framework.ops.status import status
 from tests.chaos.seeded.faults import (
     CLIENT_SETTINGS,
     ChaosBroker,

@@ -15,8 +15,8 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from framework.serde import DecodeError, decoder_for
-from framework.watermarks import decode_mark
+from framework.core.watermarks import decode_mark
+from framework.serde.codecs import DecodeError, decoder_for
 from tests.chaos.windows_job import BUCKET, WINDOW
 from tests.support import read_topic
 

@@ -37,8 +37,8 @@ import time
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from framework.injector import Injector
-from framework.serde import encoder_for
+from framework.serde.codecs import encoder_for
+from framework.streaming.injector import Injector
 from tests.chaos.windows_job import WINDOW
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from framework.pipeline import BoundedOutOfOrderness, Pipeline
+from framework.core.pipeline import BoundedOutOfOrderness, Pipeline
 from framework.testing import Harness
 from jobs.zeitgeist.computations import (
     DipDetector,

@@ -1,0 +1,338 @@
+"""`logwheel backfill`: run a computation over its inputs' history on Spark, then hand over to
+`logwheel run` with nothing missing and nothing twice (D-Streams' argument: one programming
+model, one `Computation` class, for batch and streaming).
+
+The backfill starts where the computation stands, as a streaming instance would: from its
+consumer group's committed offsets (else `--from`), with the state, pending timers and input
+watermark its changelog, timer journal and watermark channel hold. Spark's own Kafka source
+reads the range (read_committed); each input's key extractor routes the records; Spark groups
+them by key over as many tasks as the cluster offers; each task runs the user's class through
+the same `Executor` as the Harness and the Kafka task (`framework.backfill.task`). Then every
+key-space partition gets the watermark mark its streaming task would publish, and the group's
+offsets move to the end of the range on every topic it consumes.
+
+Exactly once across Spark retries, and why this way:
+
+- Spark's Kafka sink is at-least-once (a retried task writes again), so outputs do not go
+  through it. Each Spark task writes with a transactional producer of its own, its
+  `transactional.id` derived from the computation, the plan and the task's index:
+  `<pipeline>.<computation>.backfill.<plan id>.<task>`. A retry (same id) fences its
+  predecessor and aborts whatever that left open, so a `read_committed` reader never sees a
+  failed attempt's outputs, changelog or journal records.
+- The transaction also carries a completion record (`done/<plan id>/<task>`) on the compacted
+  topic `<pipeline>.<computation>.backfill`; a retry of a task whose transaction committed
+  finds it and skips, so it cannot write twice either. One transaction per task instead of
+  per batch keeps this simple and exact; its cost is that read_committed readers of the
+  outputs wait for a task's commit, and the transaction timeout (10 min) bounds a task:
+  more Spark tasks (`spark.default.parallelism`) make each one shorter.
+- The plan (ranges, split, watermarks) is written to the same topic before any task runs;
+  a backfill that dies is run again with the same command and finishes that plan (its tasks'
+  ids, hence their completions, are the same) instead of making a new one.
+- Only once every task has committed do the marks, the group's offsets (through
+  `send_offsets_to_transaction`) and the plan's `done` status commit, in one transaction:
+  `logwheel run` then continues exactly where the backfill stopped. Streaming instances must
+  not run meanwhile; the backfill refuses to start while the group has live members.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from framework.backfill.frames import events as frames
+from framework.backfill.frames import max_timestamps
+from framework.backfill.plan import (
+    PLAN_KEY,
+    Plan,
+    backfill_topic,
+    backfill_topic_spec,
+    done_key,
+    end_watermark,
+    journal_ends,
+    lag_of,
+    read_backfill_topic,
+    resolve_ranges,
+    start_watermarks,
+    write_plan,
+)
+from framework.backfill.task import FAIL_ENV, TaskSettings, run_task
+from framework.core.api import MIN_TIME
+from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
+from framework.core.watermarks import Mark, encode_mark, task_producer
+from framework.kafka.config import client_config, consumer_config, producer_config
+from framework.kafka.topics import ensure_topics
+from framework.ops.reset import refuse_live_members
+from framework.streaming.committer import commit_metadata
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a backfill did."""
+
+    plan: str
+    records_in: int
+    records_out: int
+    keys: int
+    dead_letters: int
+    late: int
+    tasks: int
+    skipped: int  # tasks an earlier run of the same plan had committed (not counted above)
+    seconds: float
+    resumed: bool
+
+    def line(self, group: str) -> str:
+        rate = self.records_in / self.seconds if self.seconds > 0 else 0.0
+        return (
+            f"backfill {group}: {self.records_in} records in, {self.records_out} out, "
+            f"{self.keys} keys, {self.dead_letters} dead letters, {self.seconds:.1f} s, "
+            f"{rate:.0f} records/s"
+            + (
+                f" (finished plan {self.plan}: {self.skipped} tasks were done)"
+                if self.resumed
+                else ""
+            )
+        )
+
+
+def backfill(
+    pipeline: Pipeline,
+    computation: str,
+    *,
+    bootstrap: str,
+    start: str = "earliest",
+    until: str = "latest",
+    spark: Any = None,
+    master: str = "local[*]",
+    spark_conf: dict | None = None,
+    kafka: dict | None = None,
+    tasks: int | None = None,
+    progress: bool = False,
+) -> Summary:
+    """Run `computation` over its history on Spark (a session of `master` unless `spark` is
+    given) and hand its place over to streaming; returns what it did."""
+    began = time.monotonic()
+    spec = pipeline[computation]
+    if spec.tables:
+        raise PipelineError(
+            f"{spec.group} reads tables {sorted(spec.tables)}, which the backfill does not "
+            "serve yet: process its history with `logwheel reset` and `logwheel run`"
+        )
+    kafka = dict(kafka or {})
+    admin = AdminClient(client_config(bootstrap, kafka))
+    refuse_live_members(admin, spec, then="backfill")
+    ensure_topics(admin, [backfill_topic_spec(spec)])
+    own_session = spark is None
+    if own_session:
+        from framework.backfill.session import session
+
+        # rich draws the stages when `progress`; Spark's own console bar would fight it
+        quiet = {"spark.ui.showConsoleProgress": "false"} if progress else {}
+        spark = session(master, f"logwheel-backfill-{spec.group}", {**quiet, **(spark_conf or {})})
+    try:
+        stored = read_backfill_topic(bootstrap, backfill_topic(spec), kafka).get(PLAN_KEY)
+        plan = Plan.from_json(stored) if stored else None
+        resumed = plan is not None and plan.status == "running"
+        if resumed:
+            log.info("%s: finishing the backfill plan %s left unfinished", spec.group, plan.id)
+        else:
+            plan = _make_plan(spark, pipeline, spec, bootstrap, kafka, start, until, tasks)
+            write_plan(bootstrap, spec, plan, kafka)
+        results = _run(spark, pipeline, spec, plan, bootstrap, kafka, progress)
+        _finish(spec, plan, results, bootstrap, kafka)
+    finally:
+        if own_session:
+            spark.stop()
+    ran = [r for r in results if not r.get("skipped")]  # the others: an earlier run's
+    return Summary(
+        plan=plan.id,
+        records_in=sum(r["records_in"] for r in ran),
+        records_out=sum(r["records_out"] for r in ran),
+        keys=sum(r["keys"] for r in ran),
+        dead_letters=sum(r["dead_letters"] for r in ran),
+        late=sum(r["late"] for r in ran),
+        tasks=plan.tasks,
+        skipped=len(results) - len(ran),
+        seconds=time.monotonic() - began,
+        resumed=resumed,
+    )
+
+
+# -- the plan -------------------------------------------------------------------------------
+
+
+def _make_plan(
+    spark: Any,
+    pipeline: Pipeline,
+    spec: ComputationSpec,
+    bootstrap: str,
+    kafka: dict,
+    start: str,
+    until: str,
+    tasks: int | None,
+) -> Plan:
+    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
+    try:
+        ranges = resolve_ranges(consumer, spec, start, until)
+        changelog_end = journal_ends(consumer, spec.changelog, spec.partitions)
+        timers_end = journal_ends(consumer, spec.timers, spec.partitions)
+    finally:
+        consumer.close()
+    lag = lag_of(pipeline, spec)
+    bounded = _bounded(pipeline, spec)
+    highs = max_timestamps(spark, ranges, bootstrap, kafka) if bounded else {}
+    starts, _ = start_watermarks(bootstrap, spec, kafka)
+    end = end_watermark(pipeline, spec, ranges, highs, bootstrap, kafka)
+    return Plan(
+        computation=spec.name,
+        ranges=ranges,
+        tasks=tasks or max(1, spark.sparkContext.defaultParallelism),
+        changelog_end=changelog_end,
+        timers_end=timers_end,
+        start_watermarks=starts,
+        end_watermark=end,
+        lag=lag,
+    )
+
+
+def _bounded(pipeline: Pipeline, spec: ComputationSpec) -> bool:
+    """Whether some input's watermark follows its data (so the range's timestamps matter)."""
+    policies = [getattr(pipeline.sources.get(i.stream), "watermark", None) for i in spec.inputs]
+    return any(isinstance(p, BoundedOutOfOrderness) for p in policies)
+
+
+def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,
+         kafka: dict, progress: bool) -> list[dict]:  # fmt: skip
+    """Run every task of the plan; returns their completion records."""
+    events = frames(spark, pipeline, spec, plan, bootstrap, kafka)
+    if events is None:
+        return []
+    settings = TaskSettings(
+        pipeline=pipeline,
+        spec=spec,
+        plan_id=plan.id,
+        bootstrap=bootstrap,
+        kafka=kafka,
+        backfill_topic=backfill_topic(spec),
+        start_watermark=plan.start_watermark,
+        end_watermark=plan.end_watermark,
+        lag=plan.lag,
+        fault=os.environ.get(FAIL_ENV),
+    )
+
+    def task(index: int, rows: Iterator[Any]) -> Iterator[str]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        attempt = context.attemptNumber() if context is not None else 0
+        yield run_task(settings, index, rows, attempt)
+
+    job = events.rdd.mapPartitionsWithIndex(task)
+    with _Progress(spark, plan, enabled=progress):
+        return [json.loads(r) for r in job.collect()]
+
+
+class _Progress:
+    """Spark's stages and tasks on the terminal while the job runs (rich)."""
+
+    def __init__(self, spark: Any, plan: Plan, enabled: bool) -> None:
+        self.spark, self.plan, self.enabled = spark, plan, enabled
+        self._stop = threading.Event()
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            self._thread = threading.Thread(target=self._show, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self.enabled:
+            self._thread.join(5)
+
+    def _show(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        tracker = self.spark.sparkContext.statusTracker()
+        bars: dict[int, Any] = {}
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+        with Progress(*columns, transient=True) as shown:
+            shown.console.print(
+                f"backfill plan {self.plan.id}: {self.plan.records()} records, "
+                f"{self.plan.tasks} tasks"
+            )
+            while not self._stop.wait(0.5):
+                for stage_id in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(stage_id)
+                    if info is None:
+                        continue
+                    if stage_id not in bars:
+                        bars[stage_id] = shown.add_task(
+                            f"Spark stage {stage_id}, tasks", total=info.numTasks
+                        )
+                    shown.update(bars[stage_id], completed=info.numCompletedTasks)
+
+
+# -- handing over ------------------------------------------------------------------------
+
+
+def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: str,
+            kafka: dict) -> None:  # fmt: skip
+    """In one transaction: a mark per key-space partition, the group's offsets at the end of
+    the range, the plan done and the task completions removed."""
+    _, previous = start_watermarks(bootstrap, spec, kafka)
+    written: dict[tuple[str, int], int] = {}
+    earliest: dict[int, int] = {}
+    for result in results:
+        for topic, partition, offset in result.get("written", ()):
+            if topic in spec.outputs:
+                written[(topic, partition)] = max(offset, written.get((topic, partition), -1))
+        for p, t in result.get("earliest_timers", {}).items():
+            earliest[int(p)] = min(t, earliest.get(int(p), t))
+    marks = []
+    end = MIN_TIME if plan.end_watermark is None else plan.end_watermark
+    for p in range(spec.partitions):
+        producer = task_producer(spec.name, p)
+        prev: Mark | None = previous.get(producer)
+        input_watermark = max(end, prev.input_watermark if prev else MIN_TIME)
+        low = min(input_watermark, earliest.get(p, input_watermark))
+        offsets = dict(prev.offsets) if prev else {}
+        for tp, offset in written.items():
+            offsets[tp] = max(offset, offsets.get(tp, -1))
+        watermark = max(low, prev.watermark if prev else MIN_TIME)
+        marks.append(Mark(producer, watermark, False, offsets, input_watermark))
+
+    config = producer_config(
+        bootstrap, transactional_id=f"{spec.group}.backfill.{plan.id}.finish", extra=kafka
+    )
+    producer = Producer(config)
+    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
+    try:
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        for mark in marks:
+            key = mark.producer.encode()
+            producer.produce(spec.watermarks, encode_mark(mark), key, partition=0)
+        topic = backfill_topic(spec)
+        done = replace(plan, status="done")
+        producer.produce(topic, done.to_json(), PLAN_KEY.encode(), partition=0)
+        for index in range(plan.tasks):
+            producer.produce(topic, None, done_key(plan.id, index).encode(), partition=0)
+        metadata = commit_metadata(f"backfill/{plan.id}")
+        offsets = [
+            TopicPartition(r.topic, r.partition, r.end, metadata=metadata) for r in plan.ranges
+        ]
+        producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
+        producer.commit_transaction(60)
+    finally:
+        consumer.close()

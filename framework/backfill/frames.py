@@ -1,0 +1,178 @@
+"""What the Spark tasks of a backfill read, as DataFrames: Spark's own Kafka source over the
+plan's ranges (read_committed), the latest committed state and pending timers of every key,
+and the input records routed to their keys by the inputs' key extractors on the workers, all
+grouped by key into the plan's tasks and sorted within each task (state, timers, then records
+in timestamp order, ties in offset order)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+
+from framework.backfill.plan import Plan, Range
+from framework.backfill.task import BAD, RECORD, STATE, TIMER, route
+from framework.core.pipeline import ComputationSpec, Pipeline
+from framework.kafka.config import consumer_config, java_settings, reader_group
+
+
+def max_timestamps(
+    spark: Any, ranges: tuple[Range, ...], bootstrap: str, kafka: dict
+) -> dict[tuple[str, int], int]:
+    """The highest record timestamp per topic-partition over the range (one Spark job that
+    reads only timestamps, no Python)."""
+    from pyspark.sql import functions as F
+
+    frame = read(spark, ranges, bootstrap, kafka)
+    if frame is None:
+        return {}
+    rows = frame.groupBy("topic", "partition").agg(F.max(F.unix_millis("timestamp")).alias("m"))
+    return {(r["topic"], r["partition"]): r["m"] for r in rows.collect()}
+
+
+def read(spark: Any, ranges: Iterable[Range], bootstrap: str, kafka: dict) -> Any:
+    """Spark's Kafka source over the non-empty ranges (read_committed), None if all are empty."""
+    ranges = [r for r in ranges if r.end > r.start]
+    if not ranges:
+        return None
+    assign: dict[str, list[int]] = {}
+    starting: dict[str, dict[str, int]] = {}
+    ending: dict[str, dict[str, int]] = {}
+    for r in ranges:
+        assign.setdefault(r.topic, []).append(r.partition)
+        starting.setdefault(r.topic, {})[str(r.partition)] = r.start
+        ending.setdefault(r.topic, {})[str(r.partition)] = r.end
+    reader = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("kafka.isolation.level", "read_committed")
+        .option("includeHeaders", "true")
+        .option("assign", json.dumps(assign))
+        .option("startingOffsets", json.dumps(starting))
+        .option("endingOffsets", json.dumps(ending))
+    )
+    for key, value in java_settings(kafka).items():  # Spark's source is the Java client
+        reader = reader.option(f"kafka.{key}", value)
+    return reader.load()
+
+
+def journal_ranges(
+    topic: str, ends: dict[int, int], bootstrap: str, reader: str, kafka: dict
+) -> list[Range]:
+    consumer = Consumer(consumer_config(bootstrap, reader=reader, extra=kafka))
+    try:
+        lows = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[0] for p in ends}
+    finally:
+        consumer.close()
+    return [Range(topic, p, lows[p], end, "", True) for p, end in ends.items()]
+
+
+def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,
+            kafka: dict) -> Any:  # fmt: skip
+    """Every row the tasks need, grouped by key into `plan.tasks` Spark partitions and sorted
+    within each: committed state, pending timers, then input records in timestamp order."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    headers_type = T.ArrayType(
+        T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
+    )
+    columns = ["kind", "key", "ts", "topic", "partition", "offset", "kafka_key", "value",
+               "headers", "stream", "keyed", "stage", "error_type", "error"]  # fmt: skip
+
+    def latest(topic: str, ends: dict[int, int]) -> Any:
+        ranges = journal_ranges(topic, ends, bootstrap, reader_group(spec.group), kafka)
+        frame = read(spark, ranges, bootstrap, kafka)
+        if frame is None:
+            return None
+        newest = Window.partitionBy("key").orderBy(F.col("offset").desc())
+        return (
+            frame.withColumn("_rank", F.row_number().over(newest))
+            .where((F.col("_rank") == 1) & F.col("value").isNotNull())
+            .drop("_rank")
+        )
+
+    def journal(frame: Any, kind: int, key: Any) -> Any:
+        return frame.select(
+            F.lit(kind).alias("kind"),
+            key.alias("key"),
+            F.lit(None).cast("long").alias("ts"),
+            F.col("topic"),
+            F.col("partition"),
+            F.col("offset"),
+            F.col("key").alias("kafka_key"),
+            F.col("value"),
+            F.lit(None).cast(headers_type).alias("headers"),
+            F.lit(None).cast("string").alias("stream"),
+            F.lit(True).alias("keyed"),
+            F.lit(None).cast("string").alias("stage"),
+            F.lit(None).cast("string").alias("error_type"),
+            F.lit(None).cast("string").alias("error"),
+        )
+
+    parts = []
+    state = latest(spec.changelog, plan.changelog_end)
+    if state is not None:
+        parts.append(journal(state, STATE, F.col("key").cast("string")))
+    timers = latest(spec.timers, plan.timers_end)
+    if timers is not None:
+        user_key = F.from_json(F.col("key").cast("string"), "array<string>").getItem(0)
+        parts.append(journal(timers, TIMER, user_key))
+    streams = {r.topic: (r.stream, r.keyed) for r in plan.ranges}
+    stream_of = F.create_map(*[F.lit(x) for t, (s, _) in streams.items() for x in (t, s)])
+    ts = F.unix_millis("timestamp").alias("ts")
+    kind = F.when(F.col("r.stage").isNull(), RECORD).otherwise(BAD).alias("kind")
+    bad_key = F.concat_ws("|", F.lit("\u0000bad"), "topic", "partition", "offset")
+    columns_after_key = ["ts", "topic", "partition", "offset", F.col("key").alias("kafka_key"),
+                         "value", "headers", "stream", "keyed"]  # fmt: skip
+
+    # records whose Kafka key is the computation's key: no Python before the shuffle (a key
+    # that is not UTF-8 is dead-lettered by the task, which decodes it)
+    keyed = read(spark, [r for r in plan.ranges if r.keyed], bootstrap, kafka)
+    if keyed is not None:
+        frame = keyed.select("*", ts, stream_of[F.col("topic")].alias("stream"),
+                             F.lit(True).alias("keyed"))  # fmt: skip
+        parts.append(
+            frame.select(
+                F.lit(RECORD).alias("kind"),
+                F.coalesce(F.col("key").cast("string"), F.lit("")).alias("key"),
+                *columns_after_key,
+                *[F.lit(None).cast("string").alias(c) for c in ("stage", "error_type", "error")],
+            )
+        )
+    # records a key extractor routes: decoded on the workers, before the shuffle
+    rekeyed = read(spark, [r for r in plan.ranges if not r.keyed], bootstrap, kafka)
+    if rekeyed is not None:
+        routed_type = "struct<key:string,stage:string,error_type:string,error:string>"
+
+        @F.udf(routed_type)
+        def routed(topic, partition, offset, key, value, ts, headers):
+            hs = [(h.key, h.value) for h in headers or ()]
+            return route(pipeline, spec, topic, partition, offset, key, value, ts, hs)
+
+        frame = rekeyed.select(
+            "*", ts, stream_of[F.col("topic")].alias("stream"), F.lit(False).alias("keyed")
+        ).withColumn("r", routed("topic", "partition", "offset", "key", "value", "ts", "headers"))
+        parts.append(
+            frame.select(
+                kind,
+                F.coalesce(F.col("r.key"), bad_key).alias("key"),
+                *columns_after_key,
+                F.col("r.stage").alias("stage"),
+                F.col("r.error_type").alias("error_type"),
+                F.col("r.error").alias("error"),
+            )
+        )
+    if not parts:
+        return None
+    events = parts[0]
+    for part in parts[1:]:
+        events = events.unionByName(part)
+    return (
+        events.select(*columns)
+        .repartition(plan.tasks, "key")
+        .sortWithinPartitions("kind", "ts", "topic", "partition", "offset")
+    )

@@ -1,0 +1,270 @@
+"""The plan of a backfill: what it reads, where it starts and ends, and how it is split, written
+down before anything else so that a backfill that dies is finished, not started again.
+
+A plan is resolved once, from where the computation stands: per topic-partition it consumes,
+the group's committed offset (else `--from`) to `--until` (fixed when the plan is made), the
+`.by-key` topics from the committed offset to their end; its changelog and timer journal up to
+their current end; the input watermark its tasks last published; and the input watermark at
+the end of the range, as the data and the watermark channels say. It is kept as JSON on the
+compacted topic `<pipeline>.<computation>.backfill` (key `plan`), next to one completion
+record per Spark task that committed (key `done/<plan id>/<task>`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+from framework.core.api import MIN_TIME
+from framework.core.clock import now_ms
+from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
+from framework.core.watermarks import Published, decode_mark, partition_watermark, task_producer
+from framework.kafka.config import consumer_config, producer_config, reader_group
+from framework.kafka.topics import COMPACT, TopicSpec
+from framework.ops.reset import offset_at, parse_point
+
+PLAN_KEY = "plan"
+
+
+def backfill_topic(spec: ComputationSpec) -> str:
+    """Where a computation's backfill plans and task completions live."""
+    return f"{spec.group}.backfill"
+
+
+def backfill_topic_spec(spec: ComputationSpec) -> TopicSpec:
+    return TopicSpec(backfill_topic(spec), 1, dict(COMPACT), "backfill", True, (spec.name,))
+
+
+def done_key(plan_id: str, task: int) -> str:
+    return f"done/{plan_id}/{task}"
+
+
+@dataclass(frozen=True)
+class Range:
+    """Offsets [start, end) of one topic-partition; `stream` is the input it carries and
+    `keyed` says its Kafka key already is the computation's key (a `.by-key` topic, or an
+    input read by its Kafka key), so its partition is the key-space partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    stream: str
+    keyed: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    computation: str
+    ranges: tuple[Range, ...]
+    tasks: int
+    changelog_end: dict[int, int]
+    timers_end: dict[int, int]
+    start_watermarks: dict[int, int]  # key-space partition -> input watermark it had
+    end_watermark: int | None  # input watermark once the range is read; None: unknown
+    lag: int  # the watermark trails the data by this much (BoundedOutOfOrderness)
+    created_at: int = field(default_factory=now_ms)
+    status: str = "running"
+
+    @property
+    def id(self) -> str:
+        """Same ranges and split, same id: the transactional ids of its tasks derive from it."""
+        what = json.dumps([self.computation, [asdict(r) for r in self.ranges], self.tasks])
+        return hashlib.sha256(what.encode()).hexdigest()[:16]
+
+    @property
+    def start_watermark(self) -> int:
+        """The watermark every task starts from: no record below it is processed on time."""
+        return min(self.start_watermarks.values(), default=MIN_TIME)
+
+    def to_json(self) -> bytes:
+        doc = asdict(self)
+        doc["id"] = self.id
+        return json.dumps(doc).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> Plan:
+        doc = json.loads(raw)
+        doc.pop("id", None)
+        doc["ranges"] = tuple(Range(**r) for r in doc["ranges"])
+        for name in ("changelog_end", "timers_end", "start_watermarks"):
+            doc[name] = {int(p): o for p, o in doc[name].items()}
+        return cls(**doc)
+
+    def records(self) -> int:
+        return sum(r.end - r.start for r in self.ranges)
+
+
+# -- reading and writing the backfill topic -------------------------------------------------
+
+
+def read_backfill_topic(bootstrap: str, topic: str, kafka: dict | None = None) -> dict[str, bytes]:
+    """The latest value per key of the backfill topic (read_committed), tombstones removed."""
+    # the topic is `<group>.backfill` (backfill_topic): read as the group's readers are
+    return read_compacted(bootstrap, topic, reader_group(topic.removesuffix(".backfill")), kafka)
+
+
+def read_compacted(
+    bootstrap: str, topic: str, reader: str, kafka: dict | None = None
+) -> dict[str, bytes]:
+    """Latest value per key of partition 0 of a compacted topic, up to its current end;
+    `reader` is the consumer's group id (`kafka.reader_group`)."""
+    consumer = Consumer(consumer_config(bootstrap, reader=reader, extra=kafka))
+    latest: dict[str, bytes] = {}
+    try:
+        tp = TopicPartition(topic, 0, OFFSET_BEGINNING)
+        low, end = consumer.get_watermark_offsets(tp, 30)
+        if end <= low:
+            return latest
+        consumer.assign([tp])
+        while True:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                position = consumer.position([tp])[0].offset
+                if position >= end:
+                    break
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    break
+                raise PipelineError(f"cannot read {topic}: {msg.error()}")
+            if msg.offset() >= end:
+                break
+            key = msg.key().decode() if msg.key() else ""
+            if msg.value() is None:
+                latest.pop(key, None)
+            else:
+                latest[key] = msg.value()
+            if msg.offset() + 1 >= end:
+                break
+    finally:
+        consumer.close()
+    return latest
+
+
+def write_plan(bootstrap: str, spec: ComputationSpec, plan: Plan, kafka: dict | None) -> None:
+    producer = Producer(producer_config(bootstrap, extra=kafka))
+    producer.produce(backfill_topic(spec), plan.to_json(), PLAN_KEY.encode(), partition=0)
+    if producer.flush(30):
+        raise PipelineError(f"could not write the plan to {backfill_topic(spec)}")
+
+
+# -- making a plan ----------------------------------------------------------------------------
+
+
+def resolve_ranges(
+    consumer: Consumer, spec: ComputationSpec, start: str, until: str
+) -> tuple[Range, ...]:
+    """Per topic-partition the computation consumes: from the group's committed offset (else
+    `start`) to `until` for its input streams, to the current end for its `.by-key` topics."""
+    begin, finish = parse_point(start), parse_point(until)
+    metadata = consumer.list_topics(timeout=30).topics
+    wanted: list[tuple[str, str, bool, str | int]] = []
+    for i in spec.inputs:
+        wanted.append((i.stream, i.stream, i.key is None, finish))
+        if i.key is not None:
+            wanted.append((spec.by_key(i.stream), i.stream, True, "latest"))
+    ranges = []
+    for topic, stream, keyed, end_point in wanted:
+        if topic not in metadata:
+            raise PipelineError(f"topic {topic!r} does not exist: run `logwheel topics` first")
+        tps = [TopicPartition(topic, p) for p in sorted(metadata[topic].partitions)]
+        committed = consumer.committed(tps, timeout=30)
+        for tp, have in zip(tps, committed, strict=True):
+            low, high = consumer.get_watermark_offsets(tp, 30)
+            first = have.offset if have.offset >= 0 else offset_at(consumer, tp, begin, low, high)
+            last = offset_at(consumer, tp, end_point, low, high)
+            ranges.append(Range(topic, tp.partition, first, max(first, last), stream, keyed))
+    return tuple(ranges)
+
+
+def journal_ends(consumer: Consumer, topic: str, partitions: int) -> dict[int, int]:
+    return {
+        p: consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1]
+        for p in range(partitions)
+    }
+
+
+def start_watermarks(
+    bootstrap: str, spec: ComputationSpec, kafka: dict | None
+) -> tuple[dict[int, int], dict[str, Any]]:
+    """The input watermark each keyed task last published (MIN_TIME where none), and the
+    latest marks by producer, from the computation's own watermark channel."""
+    marks = {
+        producer: decode_mark(raw)
+        for producer, raw in read_compacted(
+            bootstrap, spec.watermarks, reader_group(spec.group), kafka
+        ).items()
+    }
+    watermarks = {}
+    for p in range(spec.partitions):
+        mark = marks.get(task_producer(spec.name, p))
+        watermarks[p] = MIN_TIME if mark is None else mark.input_watermark
+    return watermarks, marks
+
+
+def lag_of(pipeline: Pipeline, spec: ComputationSpec) -> int:
+    """How far the watermark trails the data while the backfill reads it: the largest bound of
+    its `BoundedOutOfOrderness` inputs, 0 for inputs whose watermark is published."""
+    bounds = [
+        source.watermark.ms
+        for i in spec.inputs
+        if (source := pipeline.sources.get(i.stream)) is not None
+        and isinstance(source.watermark, BoundedOutOfOrderness)
+    ]
+    return max(bounds, default=0)
+
+
+def end_watermark(
+    pipeline: Pipeline,
+    spec: ComputationSpec,
+    ranges: tuple[Range, ...],
+    max_timestamps: dict[tuple[str, int], int],
+    bootstrap: str,
+    kafka: dict | None,
+) -> int | None:
+    """The computation's input watermark once it has read the whole range, as streaming
+    would compute it: per input, the minimum over its partitions that carry records (an
+    empty one is idle) of the highest timestamp less the bound (`BoundedOutOfOrderness`), or
+    what the writers' marks on their channels promise for the end of the range (injectors,
+    upstream computations). None when some input's watermark is never known."""
+    reader = reader_group(spec.group)
+    marks: dict[str, list] = {}  # channel -> its marks, each channel read once
+
+    def marks_of(channel: str) -> list:
+        if channel not in marks:
+            raw = read_compacted(bootstrap, channel, reader, kafka).values()
+            marks[channel] = [decode_mark(r) for r in raw]
+        return marks[channel]
+
+    per_input = []
+    for i in spec.inputs:
+        mine = [r for r in ranges if r.stream == i.stream]
+        source = pipeline.sources.get(i.stream)
+        if source is not None and isinstance(source.watermark, BoundedOutOfOrderness):
+            highs = [max_timestamps[(r.topic, r.partition)] for r in mine if r.end > r.start]
+            if highs:
+                per_input.append(min(highs) - source.watermark.ms)
+            continue
+        if source is not None and source.watermark is None:
+            return None
+        stream_ranges = [r for r in mine if r.topic == i.stream]
+        values = []
+        for r in stream_ranges:
+            published, channels = partition_watermark(pipeline, i.stream, r.topic, r.partition)
+            assert isinstance(published, Published)
+            for channel in channels:
+                for mark in marks_of(channel):
+                    published.offer(mark)
+            published.advance(r.end)
+            values.append(published.value())
+        known = [w for w, idle in values if not idle]
+        if any(w is None for w in known):
+            return None
+        if known:
+            per_input.append(min(known))
+    return min(per_input) if per_input else None

@@ -1,0 +1,349 @@
+"""One Spark task of a backfill: the keys Spark grouped into it, run through the same
+`Executor` as the Harness and the Kafka task, written to Kafka in one transaction of its own.
+
+Rows arrive sorted: the committed state and pending timers of the task's keys first, then
+their input records in timestamp order. The input watermark follows the data (the latest
+timestamp less the inputs' bound, never past the watermark the whole range ends at), so
+event-time timers fire where streaming would fire them, and what is still pending at the end
+stays pending. Everything keyed lands on the key-space partition the streaming task of that
+key writes: the partition it came from when it is read by its Kafka key, else Kafka's murmur2
+of the key (invariant 6), as `.by-key` topics are partitioned.
+
+The transaction holds the task's outputs, dead letters, changed state, timer changes and a
+completion record; its transactional id is derived from the plan and the task, so a retry of
+the task fences its predecessor and aborts what that left open, and a retry of a task whose
+transaction committed finds its completion record and skips (exactly once across retries).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+from kafka.partitioner.default import murmur2
+
+from framework.backfill.plan import done_key, read_backfill_topic
+from framework.core.api import EVENT, Record
+from framework.core.dead_letters import ErrorPolicy
+from framework.core.executor import Executor
+from framework.core.pipeline import ComputationSpec, Pipeline
+from framework.errors import BadRecord
+from framework.kafka.collector import ID_HEADER, Collector, Outgoing
+from framework.kafka.config import producer_config
+from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
+from framework.serde.codecs import decoder_for
+from framework.state.store import timer_key
+from framework.streaming.task import Runtime, TaskOutput, decode_timer, encode_timer
+from framework.testing import MemoryStateBackend, MemoryTimerBackend
+
+STATE, TIMER, RECORD, BAD = 0, 1, 2, 3
+"""Kinds of rows a task receives, in the order it sorts them."""
+
+FAIL_ENV = "LOGWHEEL_BACKFILL_FAIL"
+"""Fault injection for tests, read by the driver: `TASK:N` makes the first attempt of Spark task
+TASK fail after it has sent N outputs (flushed to the broker inside its open transaction);
+`TASK:N:stall` makes it stop there instead, until the backfill is killed."""
+
+
+class InjectedFault(BaseException):  # noqa: N818 - not an Exception: no hook may catch it
+    """The failure `FAIL_ENV` injects: it ends the Spark task, as a crash would."""
+
+
+TRANSACTION_TIMEOUT_MS = 600_000
+"""A task's transaction lasts as long as the task; the broker's default maximum is 15 min."""
+
+
+def key_partition(key: str, partitions: int) -> int:
+    """The partition Kafka's default partitioner gives `key` (Java's and librdkafka's
+    murmur2_random agree; kafka-python's murmur2 is the same function)."""
+    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
+
+
+def route(
+    pipeline: Pipeline, spec: ComputationSpec, topic: str, partition: int, offset: int,
+    key: bytes | None, value: bytes, timestamp: int, headers: Any,
+) -> tuple[str | None, str | None, str | None, str | None]:  # fmt: skip
+    """The key its input's extractor gives a record of stream `topic`, or (None, stage, error
+    type, message) when it is a dead letter before it reaches a task: the rule of the
+    streaming side's re-keying task."""
+    key = None if key is None else bytes(key)  # Spark hands binary columns over as bytearray
+    stream = topic
+    inp = next(i for i in spec.inputs if i.stream == stream)
+    try:
+        raw = None if value is None else bytes(value)
+        record = decode_record(
+            pipeline, stream, key, raw, timestamp, headers, f"{topic}/{partition}/{offset}"
+        )
+    except BadRecord as error:
+        return None, "decode", type(error.cause).__name__, str(error)
+    try:
+        return inp.route(record), None, None, None
+    except Exception as error:
+        return None, "key", type(error).__name__, str(error)
+
+
+_decoders: dict[tuple[str, str], Any] = {}  # (pipeline, stream): a worker runs many tasks
+
+
+def decode_record(
+    pipeline: Pipeline, stream: str, key: bytes | None, value: bytes, timestamp: int,
+    headers: Any, offset_id: str,
+) -> Record:  # fmt: skip
+    """The record as the streaming side decodes it (key, value, `logwheel.id`, else
+    `topic/partition/offset`); BadRecord at stage "decode" if it cannot be read."""
+    decode = _decoders.get((pipeline.name, stream))
+    if decode is None:
+        decode = _decoders[(pipeline.name, stream)] = decoder_for(pipeline.schema_of(stream))
+    try:
+        decoded = decode(value)
+        rid = None
+        for name, header in headers or ():
+            if name == ID_HEADER:
+                rid = bytes(header).decode()
+        return Record(key.decode() if key else "", decoded, timestamp, stream, rid or offset_id)
+    except Exception as error:
+        raise BadRecord("decode", str(error), error) from error
+
+
+class Source:
+    """An input row as the collector's dead-letter path reads a Kafka message."""
+
+    __slots__ = ("_key", "_value", "_ts", "_topic", "_partition", "_offset", "_headers")
+
+    def __init__(self, key, value, ts, topic, partition, offset, headers) -> None:  # noqa: ANN001
+        self._key, self._value, self._ts = key, value, ts
+        self._topic, self._partition, self._offset, self._headers = (
+            topic,
+            partition,
+            offset,
+            headers,
+        )
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, self._ts
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def headers(self) -> list[tuple[str, bytes | None]]:
+        return list(self._headers)
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """What every task of a plan needs; shipped to the workers with the task function."""
+
+    pipeline: Pipeline
+    spec: ComputationSpec
+    plan_id: str
+    bootstrap: str
+    kafka: dict
+    backfill_topic: str
+    start_watermark: int
+    end_watermark: int | None
+    lag: int
+    fault: str | None = None  # FAIL_ENV as the driver found it
+
+
+def run_task(settings: TaskSettings, index: int, rows: Iterator[Any], attempt: int) -> str:
+    """Run Spark task `index` of the plan; returns its completion record (JSON): counts, the
+    last offset it wrote per output partition, its pending event-time timers' earliest time
+    per key-space partition."""
+    spec, kafka = settings.spec, settings.kafka
+    config = producer_config(
+        settings.bootstrap,
+        transactional_id=f"{spec.group}.backfill.{settings.plan_id}.{index}",
+        extra={"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS, **kafka},
+    )
+    admin = AdminClient({**kafka, "bootstrap.servers": settings.bootstrap})
+    limits = read_limits(
+        admin,
+        [*spec.outputs, spec.changelog, spec.dlq],
+        int(config.get("message.max.bytes", DEFAULT_MAX_BYTES)),
+    )
+    collector = Collector(config, limits)
+    producer = collector.producer
+    producer.init_transactions(60)  # fences an earlier attempt, aborts what it left open
+    key = done_key(settings.plan_id, index)
+    done = read_backfill_topic(settings.bootstrap, settings.backfill_topic, kafka).get(key)
+    if done is not None:  # an earlier attempt committed: its outputs are there, once
+        return json.dumps(json.loads(done) | {"skipped": True})
+    producer.begin_transaction()
+    runner = _TaskRun(settings, collector, _fault(settings.fault, index, attempt))
+    summary = runner.run(rows)
+    collector.flush()
+    summary["written"] = [[t, p, o] for (t, p), o in collector.written.items()]
+    completion = json.dumps(summary).encode()
+    producer.produce(settings.backfill_topic, completion, key.encode(), partition=0)
+    producer.commit_transaction(120)
+    return json.dumps(summary)
+
+
+def _fault(switch: str | None, index: int, attempt: int) -> tuple[int, bool] | None:
+    """(after how many outputs, stall instead of failing) for this attempt, if any."""
+    if not switch or attempt > 0:
+        return None
+    task, after, *mode = switch.split(":")
+    return (int(after), mode == ["stall"]) if int(task) == index else None
+
+
+class _TaskRun:
+    def __init__(self, settings: TaskSettings, collector: Collector, fault: tuple | None):
+        self.s = settings
+        self.collector = collector
+        self.fault = fault
+        spec = settings.spec
+        self.runtime = Runtime(
+            settings.pipeline, spec, collector, {}, ErrorPolicy(spec.group, spec.on_error)
+        )
+        self.output = _CountingOutput(self.runtime, self)
+        # the keys' committed state and timers as they stood when the plan was made
+        self.state, self.timers = MemoryStateBackend(), MemoryTimerBackend()
+        self.partition_of: dict[str, int] = {}
+        self.records_in = 0
+        self.records_out = 0
+        self.dead_letters = 0
+        self.keys: set[str] = set()
+
+    def run(self, rows: Iterator[Any]) -> dict:
+        s, executor = self.s, None
+        end, lag = s.end_watermark, s.lag
+        for row in rows:  # a tuple: positions are much cheaper than pyspark Row attributes
+            kind, key, ts, topic, partition, offset, kafka_key, value, headers, stream, keyed = row[
+                :11
+            ]
+            if kind == STATE:
+                self.state.docs[key] = bytes(value)
+                self.partition_of.setdefault(key, partition)
+                continue
+            if kind == TIMER:
+                timer = decode_timer(bytes(value))
+                self.timers.timers[(key, timer.tag)] = timer
+                self.partition_of.setdefault(key, partition)
+                continue
+            if executor is None:
+                executor = self._executor()
+            self.records_in += 1
+            kafka_key = None if kafka_key is None else bytes(kafka_key)
+            value = None if value is None else bytes(value)
+            headers = [(h[0], None if h[1] is None else bytes(h[1])) for h in headers or ()]
+            source = Source(kafka_key, value, ts, topic, partition, offset, headers)
+            self.output.source = source
+            if kind == BAD:
+                stage, error_type, error = row[11:]
+                cause = type(error_type, (Exception,), {})(error)
+                self._dead_letter(source, BadRecord(stage, error, cause), stage)
+            else:
+                try:
+                    record = decode_record(
+                        s.pipeline, stream, kafka_key, value, ts, headers,
+                        f"{topic}/{partition}/{offset}",
+                    )  # fmt: skip
+                except BadRecord as error:
+                    self._dead_letter(source, error, error.stage)
+                else:
+                    self._process(executor, record, key, partition, keyed)
+            self.output.source = None
+            if end is not None:
+                executor.advance_watermark(min(ts - lag, end))
+        if executor is None:
+            executor = self._executor()
+        if end is not None:
+            executor.advance_watermark(end)
+        return self._finish(executor)
+
+    def _executor(self) -> Executor:
+        limit = self.collector.limits.of(self.s.spec.changelog).max_bytes
+        executor = Executor(
+            self.s.spec, self.state, self.timers, self.output, state_max_bytes=limit
+        )
+        executor.advance_watermark(self.s.start_watermark)
+        return executor
+
+    def _process(
+        self, executor: Executor, record: Record, key: str, partition: int, keyed: bool
+    ) -> None:
+        """Run the record's hook under its routing key, noting the key's key-space partition:
+        where it was read when its Kafka key is the key, else murmur2 of the key."""
+        if record.key != key:
+            record = Record(key, record.value, record.timestamp, record.stream, record.id)
+        if key not in self.partition_of:
+            self.partition_of[key] = (
+                partition if keyed else key_partition(key, self.s.spec.partitions)
+            )
+        self.keys.add(key)
+        executor.process(record)
+
+    def _dead_letter(self, source: Source, error: BaseException, stage: str) -> None:
+        self.dead_letters += 1
+        self.runtime.dead_letter(source, error, stage)
+
+    def produced(self) -> None:
+        self.records_out += 1
+        if self.fault is not None and self.records_out == self.fault[0]:
+            self.collector.flush()  # part of the output is on the broker, uncommitted
+            while self.fault[1]:
+                time.sleep(1)
+            raise InjectedFault(f"{FAIL_ENV}: task failing on purpose after {self.records_out}")
+
+    def _finish(self, executor: Executor) -> dict:
+        spec, send = self.s.spec, self.collector.send
+        n = spec.partitions
+
+        def partition(key: str) -> int:
+            if key not in self.partition_of:
+                self.partition_of[key] = key_partition(key, n)
+            return self.partition_of[key]
+
+        for key, raw in executor.state.changes():
+            send(spec.changelog, key.encode(), raw, partition=partition(key))
+        for key, tag, timer in executor.timers.changes():
+            value = encode_timer(key, tag, timer)
+            send(spec.timers, timer_key(key, tag), value, partition=partition(key))
+        earliest: dict[int, int] = {}
+        for key, timer in executor.timers.pending():
+            if timer.domain == EVENT:
+                p = partition(key)
+                earliest[p] = min(earliest.get(p, timer.time), timer.time)
+        return {
+            "records_in": self.records_in,
+            "records_out": self.records_out,
+            "dead_letters": self.dead_letters,
+            "late": executor.late_records,
+            "keys": len(self.keys),
+            "earliest_timers": {str(p): t for p, t in earliest.items()},
+        }
+
+
+class _CountingOutput(TaskOutput):
+    """The Kafka task's output, counting productions and dead letters (and failing on
+    purpose in tests)."""
+
+    def __init__(self, runtime: Runtime, run: _TaskRun) -> None:
+        super().__init__(runtime)
+        self._run = run
+
+    def produce_all(self, encoded: list[Outgoing]) -> None:
+        for production in encoded:
+            super().produce_all([production])
+            self._run.produced()
+
+    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
+        self._run.dead_letters += 1  # a hook, an encoding or a state that failed
+        super().dead_letter(record, error, stage)

@@ -1,0 +1,723 @@
+"""The embedded Kafka broker: a real Apache Kafka (KRaft, one node) run as a local Java process.
+
+Everything logwheel does — transactions, compaction, consumer groups — needs a real broker, and
+a developer should get one with one command and no Docker. `Broker(home)` keeps everything it
+owns under one directory: `data/` (the log), `server.properties` (rewritten at every start),
+`ports.json` (ports chosen at the first start and reused later, so addresses stay stable),
+`broker.pid` and `broker.log` (the JVM's output, WARN and above). A secure broker
+(`Broker(home, secure=True)`, `logwheel broker start --secure`) also keeps its certificates and
+passwords in `security/` (framework/broker_security.py); a home is secure or plain for life.
+A broker with a separate controller (`Broker(home, separate_controller=True)`, `logwheel broker
+start --separate-controller`) runs its KRaft controller in a second JVM whose files live in
+`controller/` (framework/broker_roles.py); a home is separated or combined for life, and
+`stop` stops both JVMs.
+
+Bootstrap addresses are resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`,
+else this broker, started if needed (`bootstrap_from`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from framework.broker.roles import (
+    CONTROLLER_ONLY,
+    Role,
+    broker_role,
+    combined_node,
+    controller_role,
+    separate_broker,
+    separate_controller,
+)
+from framework.broker.security import (
+    ADMIN_USER,
+    Credentials,
+    SecurityError,
+    last_line,
+    write_private,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_PORT = 9092
+DEFAULT_SECURE_PORT = 9094
+MIN_JAVA = 17
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+JVM_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
+JVM_OPTS += ["-Djava.awt.headless=true"]
+CONTROLLER_JVM_OPTS = ["-Xms64m", "-Xmx256m"]
+"""A controller alone keeps only the cluster's metadata: a smaller heap than the broker's."""
+SESSION_TIMEOUT_MS = 9000
+"""Kafka's default `broker.session.timeout.ms`: how long after a broker's last heartbeat the
+controller fences it."""
+FENCE_MARGIN_S = 1.0
+"""Waited past a session's expiry, for the controller to fence and commit the fence."""
+
+TIMED_OUT_ABORT_SCAN_MS = "10000"
+"""How often the transaction coordinator aborts transactions past their timeout; its first scan
+comes this long after the broker starts. It must come after the restarted single node has
+settled its leadership: for a moment after a restart every partition is led by no broker (the
+node first acts on its replayed metadata, then the controller fences its previous incarnation
+and elects it again), and Kafka skips a transaction's markers to a partition without a leader,
+as if the partition were deleted, then records the transaction complete anyway. A transaction
+a SIGKILL left open is then timed out at the first scan; at 1 s that scan fell into that moment,
+its records stayed open in every partition it touched, and on `__consumer_offsets` its offsets
+stayed pending for good (`tests/integration/test_hanging_transactions.py`). Within 10 s the
+node has settled; an abandoned transaction is then aborted 10 to 20 s after it began (a
+restarted process aborts its own at once, through its transactional id)."""
+
+SINGLE_NODE_SETTINGS = {
+    # One node: every internal topic has one replica, and one in-sync replica is enough.
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "8",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "8",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "default.replication.factor": "1",
+    "min.insync.replicas": "1",
+    "num.partitions": "4",
+    # A typo in a stream name should fail loudly, not create an empty topic.
+    "auto.create.topics.enable": "false",
+    # Changelogs, timer journals and watermark channels are compacted topics.
+    "log.cleaner.enable": "true",
+    "log.cleaner.backoff.ms": "1000",
+    "log.cleaner.dedupe.buffer.size": str(32 * 1024 * 1024),
+    # The log is the truth: keep history so `logwheel reset --to earliest` can replay it.
+    "log.retention.ms": "-1",
+    "group.initial.rebalance.delay.ms": "0",
+    # Kafka's own 10 s, stated: a shorter one loses markers (TIMED_OUT_ABORT_SCAN_MS).
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": TIMED_OUT_ABORT_SCAN_MS,
+    # A controlled shutdown hands leadership to the other replicas; one node has none, so its
+    # partitions would have no leader while it still serves requests, and the markers of a
+    # transaction committed then are skipped like those after a restart (see above).
+    "controlled.shutdown.enable": "false",
+}
+"""Broker settings for a single node; docker-compose.yml and the test container use the same."""
+
+log = logging.getLogger(__name__)
+N = TypeVar("N", int, float)
+
+
+class BrokerError(RuntimeError):
+    """A problem the user must fix; the message is one line that names the fix."""
+
+
+@dataclass(frozen=True)
+class Started:
+    """The outcome of `Broker.start`."""
+
+    bootstrap: str
+    started: bool  # False when it was already running
+    seconds: float
+    pid: int
+
+
+def default_home(secure: bool = False) -> Path:
+    """`LOGWHEEL_BROKER_DIR`, or `.logwheel/broker` (`.logwheel/secure-broker` for a secure
+    one) under the current directory."""
+    default = ".logwheel/secure-broker" if secure else ".logwheel/broker"
+    return Path(os.environ.get("LOGWHEEL_BROKER_DIR") or default)
+
+
+def ensure_running(home: Path | None = None) -> str:
+    """Start the embedded broker unless it is running; return its bootstrap address."""
+    return Broker(home or default_home()).start(say=_stderr).bootstrap
+
+
+def bootstrap_from(args_bootstrap: str | None) -> str:
+    """The contract's resolution: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`, else the embedded
+    broker, started if needed."""
+    return args_bootstrap or os.environ.get("LOGWHEEL_BOOTSTRAP") or ensure_running()
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _spinner(text: str) -> contextlib.AbstractContextManager:
+    """A rich spinner on an interactive stderr; nothing when output goes to a file or pipe."""
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(text)
+
+
+class Broker:
+    """One embedded broker, identified by its home directory. `secure` asks for SASL_SSL and
+    ACLs; a home made secure stays secure. `separate_controller` runs the KRaft controller in
+    a JVM of its own; a home made separated stays separated."""
+
+    def __init__(
+        self,
+        home: Path | str,
+        secure: bool = False,
+        settings: dict[str, str] | None = None,
+        jvm_opts: list[str] | None = None,
+        separate_controller: bool = False,
+    ) -> None:
+        """`settings` are broker properties over the single-node defaults (given to the
+        controller too, in separated mode) and `jvm_opts` extra JVM options (the chaos tests'
+        broker fences a killed broker's registration sooner and starts on the quick JIT alone,
+        since it is restarted again and again)."""
+        self.home = Path(home).resolve()
+        self.credentials = Credentials(self.home)
+        self.secure = secure or self.credentials.exists()
+        self.settings = dict(settings or {})
+        self.jvm_opts = list(jvm_opts or [])
+        self.node = broker_role(self.home)
+        self.controller = controller_role(self.home)
+        self.separate = separate_controller or self.controller.formatted
+        self.data_dir = self.node.data_dir
+        self.config_file = self.node.config_file
+        self.ports_file = self.home / "ports.json"
+        self.pid_file = self.node.pid_file
+        self.log_file = self.node.log_file
+        self.down_file = self.home / "broker.down"  # when our stop or kill ended the broker
+        self._lock_depth = 0
+        self._lock_fd: int | None = None
+
+    # -- queries ------------------------------------------------------------------------
+
+    def running_pid(self, say: Callable[[str], None] | None = None) -> int | None:
+        """The pid of this home's broker process (the combined node, or the broker alone).
+        With `say`, a stale pid file is removed (and said so) and a running broker whose pid
+        file was lost is adopted."""
+        return self._running_pid(self.node, say)
+
+    def controller_pid(self, say: Callable[[str], None] | None = None) -> int | None:
+        """The pid of this home's controller process in separated mode, else None."""
+        return self._running_pid(self.controller, say)
+
+    def _running_pid(self, role: Role, say: Callable[[str], None] | None) -> int | None:
+        pid = _read_number(role.pid_file, int)
+        if pid is not None and self._is_ours(pid, role):
+            return pid
+        if say is None:
+            return self._find_orphan(role)
+        if pid is not None:
+            what = _cmdline(pid) if _alive(pid) else None
+            if what:
+                say(
+                    f"note: {role.pid_file} named pid {pid}, which is now another program "
+                    f"({what[:60]}); ignoring that stale pid file"
+                )
+            else:
+                say(f"note: removed a stale pid file ({role.pid_file}: pid {pid} is gone)")
+            role.pid_file.unlink(missing_ok=True)
+        orphan = self._find_orphan(role)
+        if orphan is not None:
+            say(f"note: adopting {role.name} pid {orphan}, which had lost its pid file")
+            role.pid_file.write_text(f"{orphan}\n")
+        return orphan
+
+    def port(self) -> int | None:
+        """The client port chosen at the first start, if any."""
+        saved = _read_json(self.ports_file)
+        return saved.get("port") if saved else None
+
+    def status(self) -> str | None:
+        """The bootstrap address when the broker runs and its port answers, else None."""
+        port = self.port()
+        if self.running_pid() and port and _accepts(port):
+            return f"127.0.0.1:{port}"
+        return None
+
+    # -- start / stop -------------------------------------------------------------------
+
+    def start(
+        self,
+        port: int | None = None,
+        timeout: float = START_TIMEOUT_S,
+        say: Callable[[str], None] = _stderr,
+    ) -> Started:
+        """Start the broker unless it runs; idempotent.
+
+        `port`: None takes `LOGWHEEL_BROKER_PORT`, else the port saved at the first start,
+        else 9092 if free, else any free port; 0 takes the saved port if it is free, else any
+        free port (for brokers of tests); a number insists on that port.
+        """
+        began = time.monotonic()
+        with self.lock():
+            pid = self.running_pid(say)
+            controller_pid = self.controller_pid(say) if self.separate else None
+            controller_up = not self.separate or controller_pid is not None
+            if pid is not None and controller_up:
+                bootstrap = f"127.0.0.1:{self.port()}"
+                self._wait_ready(pid, bootstrap, timeout, began)
+                return Started(bootstrap, False, time.monotonic() - began, pid)
+            self._check_mode()
+            java = _java()
+            jars = _jars()
+            if self.secure:
+                self._make_credentials(java)
+            running = ("port",) if pid is not None else ()
+            running += ("controller_port",) if controller_pid is not None else ()
+            ports = self._choose_ports(port, running)
+            self._write_config(ports)
+            cluster = self.node.cluster_id() or self.controller.cluster_id() or _cluster_id()
+            if not controller_up:
+                self._format(java, jars, self.controller, cluster)
+                cpid = self._spawn(java, jars, self.controller)
+                log_file = self.controller.log_file
+                say(f"starting Kafka's controller in {self.home} (pid {cpid}, log {log_file}) ...")
+            if pid is None:
+                if self.separate:
+                    fresh = None if controller_up else ports["controller_port"]
+                    self._await_fencing(fresh, timeout, say)
+                self._format(java, jars, self.node, cluster)
+                pid = self._spawn(java, jars, self.node)
+                say(f"starting Kafka in {self.home} (pid {pid}, log {self.log_file}) ...")
+            bootstrap = f"127.0.0.1:{ports['port']}"
+            with _spinner(f"waiting for Kafka on {bootstrap}"):
+                self._wait_ready(pid, bootstrap, timeout, began)
+            return Started(bootstrap, True, time.monotonic() - began, pid)
+
+    def client_settings(self) -> dict[str, str]:
+        """Settings an administrator's client needs besides the bootstrap: none for a plain
+        broker, the admin user's SASL_SSL settings for a secure one."""
+        return self.credentials.client_settings(ADMIN_USER) if self.secure else {}
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S, keep_controller: bool = False) -> int | None:
+        """Stop the broker (SIGTERM, then SIGKILL after `timeout` s), then its controller
+        unless `keep_controller` (a separated broker restarted under a running controller, as
+        a production broker is); the broker's pid, or None."""
+        with self.lock():
+            pid = self._stop(self.node, timeout)
+            if not keep_controller:
+                self._stop(self.controller, timeout)
+            return pid
+
+    def kill(self) -> int | None:
+        """SIGKILL the broker process, as a crash would (a separated broker's controller stays
+        up); for tests of faults. The pid it had, or None."""
+        with self.lock():
+            pid = self.running_pid()
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)
+                _wait_exit(pid, 30)
+                self._went_down()
+            self.pid_file.unlink(missing_ok=True)
+            return pid
+
+    def _stop(self, role: Role, timeout: float) -> int | None:
+        pid = self._running_pid(role, say=lambda _: None)
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            if not _wait_exit(pid, timeout):
+                what = role.name
+                log.warning("%s pid %d ignored SIGTERM for %.0fs; killing it", what, pid, timeout)
+                os.kill(pid, signal.SIGKILL)
+                _wait_exit(pid, 10)
+            if role is self.node:
+                self._went_down()
+        role.pid_file.unlink(missing_ok=True)
+        return pid
+
+    def _went_down(self) -> None:
+        self.down_file.write_text(f"{time.time():.3f}\n")
+
+    def _await_fencing(self, fresh: int | None, timeout: float, say) -> None:
+        """Start a separated broker's new incarnation only once the controller has fenced the
+        previous one (its session expired), so that the broker's first view of the cluster
+        shows itself fenced and leading nothing.
+
+        Until then the controller refuses the new incarnation's registration, but the broker
+        already acts on the metadata it caught up to: it leads every partition again, its
+        transaction coordinator loads and sends the markers of transactions it finds half
+        completed, and when the fence lands those partitions have no leader until the
+        controller elects the new incarnation: Kafka skips markers to a partition without a
+        leader and records the transaction complete (`TIMED_OUT_ABORT_SCAN_MS`). The previous
+        incarnation was last alive when our `stop` or `kill` ended it (`broker.down`), or, if
+        it ended otherwise, up to now. A controller that starts gives every broker it knows a
+        fresh session: `fresh` is the port of a controller started just now, and the session
+        counts from when it answers there."""
+        if not self.node.formatted:
+            return  # never registered
+        down = _read_number(self.down_file, float)
+        alive = time.time() if down is None else down
+        if fresh is not None:
+            deadline = time.monotonic() + timeout
+            while not _accepts(fresh) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            alive = time.time()
+        session = int(self.settings.get("broker.session.timeout.ms", SESSION_TIMEOUT_MS)) / 1000
+        wait = alive + session + FENCE_MARGIN_S - time.time()
+        if wait > 0:
+            say(f"waiting {wait:.1f}s for the controller to fence the broker's last incarnation")
+            time.sleep(wait)
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """An exclusive lock on this home (re-entrant within this object): two processes that
+        start the same broker at once must not spawn two JVMs."""
+        if self._lock_depth == 0:
+            self.home.mkdir(parents=True, exist_ok=True)
+            self._lock_fd = os.open(self.home / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        self._lock_depth += 1
+        try:
+            yield
+        finally:
+            self._lock_depth -= 1
+            if self._lock_depth == 0 and self._lock_fd is not None:
+                os.close(self._lock_fd)  # closing releases the flock
+                self._lock_fd = None
+
+    # -- the steps of a start -----------------------------------------------------------
+
+    def _check_mode(self) -> None:
+        """A home keeps the mode it was formatted in: node ids and metadata logs differ."""
+        if self.separate and self.secure:
+            raise BrokerError(
+                "a secure broker runs as one combined node: drop --separate-controller, or "
+                "give the separated broker a plain home of its own (LOGWHEEL_BROKER_DIR)"
+            )
+        if self.separate and self.node.formatted and not self.controller.formatted:
+            raise BrokerError(
+                f"{self.home} holds a combined broker (controller in the same process): give "
+                "the separated one a home of its own (LOGWHEEL_BROKER_DIR) or remove that "
+                "directory"
+            )
+
+    def _make_credentials(self, java: str) -> None:
+        if not self.credentials.exists() and (self.data_dir / "meta.properties").exists():
+            raise BrokerError(
+                f"{self.home} holds a plain broker: give the secure one a home of its own "
+                "(LOGWHEEL_BROKER_DIR) or remove that directory"
+            )
+        beside_java = Path(java).resolve().parent / "keytool"
+        keytool = str(beside_java) if os.access(beside_java, os.X_OK) else shutil.which("keytool")
+        if keytool is None:
+            raise BrokerError(
+                "no `keytool` beside java nor on PATH (it makes the TLS certificates): install "
+                "a full Java runtime (apt-get install openjdk-17-jre-headless)"
+            )
+        try:
+            self.credentials.create(keytool)
+        except (SecurityError, OSError, subprocess.TimeoutExpired) as err:
+            raise BrokerError(f"{err}; see {self.credentials.dir}") from None
+
+    def _choose_ports(self, wanted: int | None, running: tuple[str, ...] = ()) -> dict[str, int]:
+        """Pick and persist the client and controller ports (see `start`). `running` names
+        the ports ("port", "controller_port") a process of this home listens on: they stay."""
+        saved = _read_json(self.ports_file) or {}
+        env = os.environ.get("LOGWHEEL_BROKER_PORT")
+        if wanted is None and env:
+            if not env.isdigit():
+                raise BrokerError(f"LOGWHEEL_BROKER_PORT={env!r} is not a port number")
+            wanted = int(env)
+        if wanted is None and "port" in saved:
+            wanted, origin = saved["port"], f"saved in {self.ports_file}"
+        elif wanted == 0 and saved.get("port") and _free(saved["port"]):
+            wanted, origin = saved["port"], "saved"
+        else:
+            origin = "asked for"
+        default = DEFAULT_SECURE_PORT if self.secure else DEFAULT_PORT
+        if "port" in running and saved.get("port"):
+            port = saved["port"]
+        elif wanted is None:
+            port = default if _free(default) else any_free_port()
+        elif wanted == 0:
+            port = any_free_port()
+        elif _free(wanted):
+            port = wanted
+        else:
+            raise BrokerError(
+                f"port {wanted} ({origin}) is taken by another program: stop it, or set "
+                f"LOGWHEEL_BROKER_PORT to a free port"
+            )
+        controller = saved.get("controller_port", port + 1)
+        if "controller_port" in running:
+            pass  # the running controller listens there
+        elif controller == port or not _free(controller):
+            controller = any_free_port(avoid=port)
+        ports = {"port": port, "controller_port": controller}
+        self.ports_file.write_text(json.dumps(ports) + "\n")
+        return ports
+
+    def _write_config(self, ports: dict[str, int]) -> None:
+        """Write server.properties (and, separated, controller.properties): KRaft, node 1,
+        listeners on 127.0.0.1 (framework/broker_roles.py).
+
+        A static voter set (not `--standalone`) lets the controller port change between
+        starts without reformatting."""
+        port, controller = ports["port"], ports["controller_port"]
+        shape = separate_broker if self.separate else combined_node
+        settings = {**shape(port, controller, self.data_dir), **SINGLE_NODE_SETTINGS}
+        settings.update(self.settings)
+        if self.separate:
+            settings = {k: v for k, v in settings.items() if k not in CONTROLLER_ONLY}
+        if self.secure:
+            settings.update(self.credentials.server_settings(port, controller))
+        _write_properties(self.config_file, settings)
+        if self.separate:
+            self.controller.config_file.parent.mkdir(parents=True, exist_ok=True)
+            alone = separate_controller(controller, self.controller.data_dir)
+            _write_properties(
+                self.controller.config_file, {**alone, **SINGLE_NODE_SETTINGS, **self.settings}
+            )
+
+    def _format(self, java: str, jars: Path, role: Role, cluster: str) -> None:
+        """Format a role's data directory once (a KRaft log needs a cluster id before first
+        use; a separated broker and its controller share one)."""
+        if role.formatted:
+            return
+        command = [java, *self._jvm_flags(), "-cp", f"{jars}/*", "kafka.tools.StorageTool"]
+        command += ["format", "--ignore-formatted", "-t", cluster, "-c"]
+        command += [str(role.config_file)]
+        if self.secure:
+            command += self.credentials.format_arguments()
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, cwd=self.home)
+        finally:
+            self.credentials.forget_format_arguments()
+        if done.returncode != 0:
+            reason = self.credentials.redact(last_line(done))
+            raise BrokerError(f"formatting {role.data_dir} failed: {reason}")
+
+    def _spawn(self, java: str, jars: Path, role: Role) -> int:
+        """Start a role's JVM detached from this process (own session, output to its log)."""
+        if role.log_file.exists() and role.log_file.stat().st_size > 20_000_000:
+            role.log_file.replace(role.log_file.with_suffix(".log.1"))
+        extra = [*self.jvm_opts, *os.environ.get("LOGWHEEL_BROKER_JVM_OPTS", "").split()]
+        if role is self.controller:
+            extra += CONTROLLER_JVM_OPTS
+        command = [java, *self._jvm_flags(), *extra, "-cp", f"{jars}/*", "kafka.Kafka"]
+        command.append(str(role.config_file))
+        with open(role.log_file, "ab") as out:
+            process = subprocess.Popen(
+                command,
+                cwd=self.home,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        role.pid_file.write_text(f"{process.pid}\n")
+        if role is self.node:
+            self.down_file.unlink(missing_ok=True)
+        return process.pid
+
+    def _jvm_flags(self) -> list[str]:
+        log4j = REPO / "ops" / "log4j2.properties"
+        return [*JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}"] if log4j.exists() else JVM_OPTS
+
+    def _wait_ready(self, pid: int, bootstrap: str, timeout: float, began: float) -> None:
+        """Wait until an AdminClient sees the broker in the cluster metadata."""
+        deadline = began + timeout
+        while time.monotonic() < deadline:
+            if not _alive(pid):
+                self.pid_file.unlink(missing_ok=True)
+                raise BrokerError(
+                    f"the broker exited while starting ({self._last_error()}); see {self.log_file}"
+                )
+            if self.separate and self.controller_pid() is None:
+                log_file = self.controller.log_file
+                raise BrokerError(
+                    f"Kafka's controller exited while the broker started "
+                    f"({self._last_error(self.controller)}); see {log_file}"
+                )
+            port = int(bootstrap.rsplit(":", 1)[1])
+            if _accepts(port) and _metadata_answers(bootstrap, self.client_settings()):
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise BrokerError(
+            f"the broker did not answer on {bootstrap} within {timeout:.0f}s; see {self.log_file}"
+        )
+
+    def _last_error(self, role: Role | None = None) -> str:
+        try:
+            lines = (role or self.node).log_file.read_text(errors="replace").splitlines()[-200:]
+        except OSError:
+            return "no log"
+        errors = [line for line in lines if "ERROR" in line or "Exception" in line]
+        return self.credentials.redact((errors or lines or ["no log output"])[-1].strip()[:300])
+
+    def _is_ours(self, pid: int, role: Role | None = None) -> bool:
+        command = _cmdline(pid) if _alive(pid) else None
+        config = str((role or self.node).config_file)
+        return bool(command) and "kafka.Kafka" in command and config in command
+
+    def _find_orphan(self, role: Role) -> int | None:
+        """A running JVM of this home's `role` whose pid file is lost (Linux /proc only)."""
+        proc = Path("/proc")
+        if not proc.is_dir():
+            return None
+        for entry in proc.iterdir():
+            if entry.name.isdigit() and self._is_ours(int(entry.name), role):
+                return int(entry.name)
+        return None
+
+
+# -- environment checks -------------------------------------------------------------------
+
+
+def _java() -> str:
+    """The java executable, checked to be Java 17 or newer."""
+    java = shutil.which("java")
+    fix = "install Java 17+ (apt-get install openjdk-17-jre-headless)"
+    if java is None:
+        raise BrokerError(f"no `java` on PATH: {fix}")
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise BrokerError(f"`{java} -version` failed ({err}): {fix}") from err
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    major = int(found.group(1)) if found else 0
+    if found and major == 1:  # "1.8.0_292" is Java 8
+        major = int(found.group(2) or 0)
+    if major < MIN_JAVA:
+        seen = f"Java {major}" if found else "an unknown Java"
+        raise BrokerError(f"{java} is {seen}; Kafka needs Java {MIN_JAVA}+: {fix}")
+    return java
+
+
+def _jars() -> Path:
+    """The directory of Kafka's runtime jars (`LOGWHEEL_KAFKA_JARS` or ops/jars/kafka)."""
+    jars = Path(os.environ.get("LOGWHEEL_KAFKA_JARS") or REPO / "ops" / "jars" / "kafka")
+    if not any(jars.glob("kafka_2.13-*.jar")):
+        raise BrokerError(
+            f"Kafka jars missing in {jars}: run `make jars` (needs Maven and Maven Central)"
+        )
+    return jars
+
+
+def _cluster_id() -> str:
+    """A random Kafka cluster id: 16 bytes, URL-safe base64 without padding, not led by '-'."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+# -- processes and ports ------------------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not; our own exited children are reaped)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def _wait_exit(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return not _alive(pid)
+
+
+def _free(port: int) -> bool:
+    """Whether a listener could bind 127.0.0.1:port (TIME_WAIT leftovers do not count)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def any_free_port(avoid: int = 0) -> int:
+    """A free port below the kernel's ephemeral range: a port the kernel hands out could be
+    taken by any client's outgoing connection while the JVM starts or restarts (seen as a
+    broker that exits at start, its port in use)."""
+    low = _ephemeral_low()
+    rng = random.Random()
+    while True:
+        port = rng.randrange(min(10_000, low // 2), low)
+        if port != avoid and _free(port):
+            return port
+
+
+def _ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+_QUIET = logging.getLogger("logwheel.broker.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+def _metadata_answers(bootstrap: str, settings: dict[str, str]) -> bool:
+    """Whether the broker serves metadata and has registered itself (it is unfenced)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({**settings, "bootstrap.servers": bootstrap, "logger": _QUIET})
+    try:
+        return bool(admin.list_topics(timeout=2).brokers)
+    except KafkaException:
+        return False
+
+
+def _write_properties(path: Path, settings: dict[str, str]) -> None:
+    lines = [f"{k}={v}" for k, v in settings.items()]
+    # 0600: a secure broker's file holds the key stores' and its own user's passwords
+    write_private(path, "# written by logwheel at every start\n" + "\n".join(lines))
+
+
+def _read_number(path: Path, kind: type[N]) -> N | None:
+    """The number a pid or time file holds; None if it is missing or garbled."""
+    try:
+        return kind(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,7 @@
+"""`python -m framework.cli` is `logwheel`."""
+
+import sys
+
+from framework.cli.main import main
+
+sys.exit(main())

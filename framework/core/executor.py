@@ -1,0 +1,178 @@
+"""The executor: runs one computation's hooks for the keys of one task, in any runtime.
+
+`Harness`, the Kafka task and the Spark backfill all drive this same code — process a key's
+records, fire its timers as the watermark (or the clock) passes them — which is what makes
+their outputs agree (DESIGN.md). It knows nothing of Kafka, RocksDB or Spark: committed state
+and timers come from small backend protocols, productions and dead letters go to an `Output`,
+and the driver decides when changes are durable (`changes()` ... `committed()`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from framework.core.api import EVENT, MIN_TIME, PROCESSING, Computation, Record, Timer
+from framework.core.clock import now_ms
+from framework.core.context import KeyedContext, Output, production_id
+from framework.core.keyed_state import KeyedState, StateBackend
+from framework.core.metrics import LATE_RECORDS
+from framework.core.pipeline import ComputationSpec
+from framework.core.timers import TimerService
+from framework.errors import BadRecord
+from framework.serde.codecs import decoder_for, encoder_for
+
+
+class TimerBackend(Protocol):
+    def load_all(self) -> Iterable[tuple[str, Timer]]:
+        """Every committed pending timer, as (key, timer)."""
+
+
+class Executor:
+    """Runs one computation's hooks: records in arrival order, timers as they come due.
+
+    The driver feeds `process(record)` (record.key already the routing key), moves the input
+    watermark with `advance_watermark`, calls `fire_due()` for processing-time timers, and
+    publishes `output_watermark()`. A hook call that raises, or whose productions or state
+    cannot be stored, is dead-lettered with its state and timer changes undone and its
+    productions dropped; processing goes on.
+    """
+
+    def __init__(
+        self,
+        spec: ComputationSpec,
+        state: StateBackend,
+        timers: TimerBackend,
+        output: Output,
+        *,
+        clock: Callable[[], int] = now_ms,
+        cache_size: int = 10_000,
+        state_max_bytes: int | None = None,
+        tables: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.computation: Computation = spec.factory()
+        self.output = output
+        self.clock = clock
+        self.input_watermark: int = MIN_TIME
+        self.late_records = 0
+        self._state = KeyedState(
+            state,
+            encoder_for(spec.state_schema),
+            decoder_for(spec.state_schema),
+            capacity=cache_size,
+            max_bytes=state_max_bytes,
+        )
+        self._timers = TimerService(timers.load_all())
+        self._ctx = KeyedContext(
+            self, self._state, self._timers, output, spec.group, frozenset(spec.outputs), tables
+        )
+        self._late_metric = LATE_RECORDS.labels(spec.name)
+        cls = type(self.computation)
+        self._process_record = self.computation.process_record
+        self._on_late = (
+            None
+            if cls.on_late_record is Computation.on_late_record
+            else self.computation.on_late_record
+        )
+
+    @property
+    def state(self) -> KeyedState:
+        return self._state
+
+    @property
+    def timers(self) -> TimerService:
+        return self._timers
+
+    def process(self, record: Record) -> None:
+        """Run the record's hook: process_record, or on_late_record if it is late."""
+        if record.timestamp < self.input_watermark:
+            self.late_records += 1
+            self._late_metric.inc()
+            if self._on_late is None:
+                return
+            hook, stage = self._on_late, "on_late_record"
+        else:
+            hook, stage = self._process_record, "process_record"
+        ctx = self._ctx
+        ctx._bind(record.key, record.timestamp, record.id)
+        try:
+            hook(ctx, record)
+            ctx._finish()
+        except BadRecord as error:
+            ctx._abort()
+            self.output.dead_letter(record, error, error.stage)
+        except Exception as error:
+            ctx._abort()
+            self.output.dead_letter(record, error, stage)
+        except BaseException:
+            ctx._abort()
+            raise
+
+    def advance_watermark(self, w: int) -> int:
+        """Raise the input low watermark to `w` (a lower `w` is ignored: it is monotone), then
+        fire what is due; returns how many timers fired."""
+        if w > self.input_watermark:
+            self.input_watermark = w
+        return self.fire_due()
+
+    def fire_due(self) -> int:
+        """Fire event-time timers <= the input watermark and processing-time timers <= the
+        clock, earliest first (event before processing on a tie), until none is due — a
+        firing may set timers that are due at once. Returns how many fired."""
+        timers = self._timers
+        fired = 0
+        now = None
+        while True:
+            event = timers.earliest(EVENT)
+            if event is not None and event > self.input_watermark:
+                event = None
+            proc = timers.earliest(PROCESSING)
+            if proc is not None:
+                if now is None or proc > now:
+                    now = self.clock()
+                if proc > now:
+                    proc = None
+            if event is not None and (proc is None or event <= proc):
+                due = timers.pop_due(EVENT, event)
+            elif proc is not None:
+                due = timers.pop_due(PROCESSING, proc)
+            else:
+                return fired
+            assert due is not None
+            self._fire(*due)
+            fired += 1
+
+    def output_watermark(self) -> int:
+        """Bound on the timestamps of this computation's future default-timestamped output:
+        min(input watermark, earliest pending event-time timer)."""
+        earliest = self._timers.earliest(EVENT)
+        if earliest is None or earliest > self.input_watermark:
+            return self.input_watermark
+        return earliest
+
+    def next_processing_timer(self) -> int | None:
+        """When the earliest processing-time timer is due, None if there is none."""
+        return self._timers.earliest(PROCESSING)
+
+    def _fire(self, key: str, timer: Timer) -> None:
+        cause = f"timer|{key}|{timer.tag}|{timer.time}"
+        ctx = self._ctx
+        ctx._bind(key, timer.time, cause)
+        try:
+            self.computation.process_timer(ctx, timer)
+            ctx._finish()
+        except Exception as error:
+            ctx._abort()
+            record = Record(
+                key,
+                {"timer": timer.tag, "time": timer.time, "domain": timer.domain},
+                timer.time,
+                "<timer>",
+                production_id(self.spec.group, cause, -1),
+            )
+            stage = error.stage if isinstance(error, BadRecord) else "process_timer"
+            self.output.dead_letter(record, error, stage)
+        except BaseException:
+            ctx._abort()
+            raise

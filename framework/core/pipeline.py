@@ -1,0 +1,319 @@
+"""Declaring a pipeline: named streams, sources, computations and the topics they imply."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from framework.core.api import Computation, Record
+from framework.errors import ConfigurationError
+
+NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+STREAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+GUARANTEES = ("exactly_once", "at_least_once")
+ERROR_POLICIES = ("dead_letter", "skip", "stop")
+DEFAULT_PARTITIONS = 4
+
+
+class PipelineError(ConfigurationError):
+    """A pipeline declaration that cannot run; the message says what to change."""
+
+
+KeyExtractor = Callable[[Record], str]
+
+
+class key_by:  # noqa: N801 - reads as a function at the call site, as in the contract
+    """Key extractor that takes `field` of the decoded value, as a string."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def __call__(self, record: Record) -> str:
+        value = record.value
+        if not isinstance(value, Mapping) or self.field not in value:
+            raise KeyError(f"record has no field {self.field!r} to key by")
+        return str(value[self.field])
+
+    def __repr__(self) -> str:
+        return f"key_by({self.field!r})"
+
+
+@dataclass(frozen=True)
+class BoundedOutOfOrderness:
+    """Watermark of a stream written from outside: the highest timestamp seen on a partition,
+    less `ms`. A partition silent for `idle_ms` of wall time stops holding the watermark back."""
+
+    ms: int
+    idle_ms: int = 5_000
+
+    def __post_init__(self) -> None:
+        if self.ms < 0 or self.idle_ms <= 0:
+            raise PipelineError(
+                "BoundedOutOfOrderness needs ms >= 0 and idle_ms > 0, e.g. "
+                "BoundedOutOfOrderness(ms=2000, idle_ms=5000)"
+            )
+
+
+@dataclass(frozen=True)
+class InjectorWatermark:
+    """Watermark of a stream written by a logwheel `Injector` named `injector`, run as
+    `processes` processes; it is the minimum of what every one of them published."""
+
+    injector: str
+    processes: int = 1
+
+    def __post_init__(self) -> None:
+        if not NAME.match(self.injector) or self.processes < 1:
+            raise PipelineError(
+                "InjectorWatermark needs a name like 'query-generator' and processes >= 1"
+            )
+
+
+WatermarkPolicy = BoundedOutOfOrderness | InjectorWatermark
+
+
+@dataclass(frozen=True)
+class Source:
+    stream: str
+    schema: str | None
+    watermark: WatermarkPolicy | None
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input stream of a computation; `key` None keeps the Kafka key."""
+
+    stream: str
+    key: KeyExtractor | None
+
+    def route(self, record: Record) -> str:
+        """The key `record` is processed under: the extractor's result, else its Kafka key.
+
+        The one rule for every runtime (Kafka, Harness, Spark): an extractor must return a
+        str; anything else (None, an int) raises TypeError, so the record is dead-lettered
+        at stage "key" instead of being processed under an accidental key such as "None"."""
+        if self.key is None:
+            return record.key
+        routed = self.key(record)
+        if type(routed) is not str:
+            raise TypeError(
+                f"key extractor {self.key!r} of input {self.stream!r} returned "
+                f"{type(routed).__name__}, not str: return a str key, or use key_by(field)"
+            )
+        return routed
+
+
+@dataclass(frozen=True)
+class ComputationSpec:
+    pipeline: str
+    name: str
+    factory: Callable[[], Computation]
+    inputs: tuple[Input, ...]
+    outputs: Mapping[str, str | None]
+    guarantee: str
+    partitions: int
+    state_schema: str | None = None
+    on_error: str = "dead_letter"
+    tables: Mapping[str, str] = field(default_factory=dict)  # name -> compacted topic
+
+    @property
+    def group(self) -> str:
+        return f"{self.pipeline}.{self.name}"
+
+    @property
+    def changelog(self) -> str:
+        return f"{self.group}.changelog"
+
+    @property
+    def timers(self) -> str:
+        return f"{self.group}.timers"
+
+    @property
+    def watermarks(self) -> str:
+        return f"{self.group}.watermarks"
+
+    @property
+    def dlq(self) -> str:
+        return f"{self.group}.dlq"
+
+    def by_key(self, stream: str) -> str:
+        return f"{self.group}.{stream}.by-key"
+
+    @property
+    def keyed_topics(self) -> list[str]:
+        """Topics whose partition p belongs to keyed task p: the `.by-key` topic of each
+        re-keyed input, the stream itself for an input kept by its Kafka key."""
+        return [self.by_key(i.stream) if i.key else i.stream for i in self.inputs]
+
+    @property
+    def consumed_topics(self) -> list[str]:
+        """Everything the computation's consumer group reads: its keyed topics and the
+        streams it re-keys."""
+        return self.keyed_topics + [i.stream for i in self.inputs if i.key]
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.guarantee == "exactly_once"
+
+
+@dataclass
+class Pipeline:
+    """A named graph of streams and computations; every edge is a Kafka topic."""
+
+    name: str
+    partitions: int = DEFAULT_PARTITIONS
+    sources: dict[str, Source] = field(default_factory=dict)
+    computations: dict[str, ComputationSpec] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not NAME.match(self.name):
+            raise PipelineError(
+                f"pipeline name {self.name!r} must match [a-z][a-z0-9-]*, e.g. 'zeitgeist'"
+            )
+        if self.partitions < 1:
+            raise PipelineError(f"pipeline {self.name!r}: partitions must be >= 1")
+
+    def source(
+        self,
+        stream: str,
+        schema: str | None = None,
+        watermark: WatermarkPolicy | None = None,
+    ) -> Pipeline:
+        """Declare a stream written from outside the pipeline."""
+        _check_stream(stream)
+        if stream in self.sources:
+            raise PipelineError(f"source {stream!r} is declared twice")
+        if schema is not None:
+            _check_schema(schema)
+        self.sources[stream] = Source(stream, schema, watermark)
+        return self
+
+    def computation(
+        self,
+        name: str,
+        computation: type[Computation] | Callable[[], Computation],
+        *,
+        inputs: Mapping[str, KeyExtractor | None],
+        outputs: Mapping[str, str | None] | None = None,
+        guarantee: str = "exactly_once",
+        partitions: int | None = None,
+        state_schema: str | None = None,
+        on_error: str = "dead_letter",
+        tables: Mapping[str, str] | None = None,
+    ) -> Pipeline:
+        """Declare a computation reading `inputs` (stream -> key extractor or None).
+
+        `computation` is a Computation class or any factory returning one; the state schema is
+        `state_schema`, else the class's `state_schema` attribute. `on_error` says what a bad
+        record becomes: "dead_letter" (its dead-letter topic), "skip" (counted) or "stop".
+        `tables` names compacted topics (name -> topic, e.g. another computation's changelog)
+        the hooks read with `ctx.table(name)`, co-partitioned with the key space."""
+        if not NAME.match(name):
+            raise PipelineError(f"computation name {name!r} must match [a-z][a-z0-9-]*")
+        if name in self.computations:
+            raise PipelineError(f"computation {name!r} is declared twice")
+        if guarantee not in GUARANTEES:
+            raise PipelineError(
+                f"computation {name!r}: guarantee={guarantee!r}; use one of {GUARANTEES}"
+            )
+        if not inputs:
+            raise PipelineError(f"computation {name!r} needs at least one input stream")
+        if on_error not in ERROR_POLICIES:
+            raise PipelineError(
+                f"computation {name!r}: on_error={on_error!r}; use one of {ERROR_POLICIES}"
+            )
+        outputs = dict(outputs or {})
+        tables = dict(tables or {})
+        for stream in [*inputs, *outputs, *tables.values()]:
+            _check_stream(stream)
+        for table in tables:
+            if not NAME.match(table):
+                raise PipelineError(
+                    f"computation {name!r}: table name {table!r} must match [a-z][a-z0-9-]*"
+                )
+        for schema in [*outputs.values(), state_schema]:
+            if schema is not None:
+                _check_schema(schema)
+        for stream, extractor in inputs.items():
+            if extractor is not None and not callable(extractor):
+                raise PipelineError(
+                    f"computation {name!r}: input {stream!r} needs key_by(field), "
+                    "a callable record -> str, or None"
+                )
+        self.computations[name] = ComputationSpec(
+            pipeline=self.name,
+            name=name,
+            factory=computation,
+            inputs=tuple(Input(s, k) for s, k in inputs.items()),
+            outputs=outputs,
+            guarantee=guarantee,
+            partitions=partitions or self.partitions,
+            state_schema=state_schema or getattr(computation, "state_schema", None),
+            on_error=on_error,
+            tables=tables,
+        )
+        return self
+
+    # -- the graph -----------------------------------------------------------------------
+
+    def writers(self, stream: str) -> list[ComputationSpec]:
+        """Computations that declare `stream` as an output."""
+        return [c for c in self.computations.values() if stream in c.outputs]
+
+    def schema_of(self, stream: str) -> str | None:
+        """The schema full name of a stream's values, None for JSON."""
+        if stream in self.sources:
+            return self.sources[stream].schema
+        for writer in self.writers(stream):
+            if writer.outputs[stream] is not None:
+                return writer.outputs[stream]
+        return None
+
+    def streams(self) -> list[str]:
+        names: dict[str, None] = dict.fromkeys(self.sources)
+        for c in self.computations.values():
+            names.update(dict.fromkeys(i.stream for i in c.inputs))
+            names.update(dict.fromkeys(c.outputs))
+        return list(names)
+
+    def validate(self) -> None:
+        """Fail with one line naming the fix if the graph cannot run."""
+        for c in self.computations.values():
+            for i in c.inputs:
+                if i.stream not in self.sources and not self.writers(i.stream):
+                    raise PipelineError(
+                        f"computation {c.name!r} reads {i.stream!r}, which no computation "
+                        f"writes: declare it with pipeline.source({i.stream!r}, ...)"
+                    )
+        for stream in self.streams():
+            schemas = {w.outputs[stream] for w in self.writers(stream)}
+            if stream in self.sources:
+                schemas.add(self.sources[stream].schema)
+            if len(schemas) > 1:
+                raise PipelineError(
+                    f"stream {stream!r} is declared with different schemas "
+                    f"{sorted(map(str, schemas))}: give every writer the same one"
+                )
+
+    def __getitem__(self, name: str) -> ComputationSpec:
+        try:
+            return self.computations[name]
+        except KeyError:
+            raise PipelineError(
+                f"pipeline {self.name!r} has no computation {name!r}; "
+                f"it has {sorted(self.computations)}"
+            ) from None
+
+
+def _check_stream(stream: str) -> None:
+    if not STREAM.match(stream):
+        raise PipelineError(f"stream name {stream!r} is not a valid Kafka topic name")
+
+
+def _check_schema(schema: str) -> None:
+    if not isinstance(schema, str) or "." not in schema:
+        raise PipelineError(
+            f"schema {schema!r} must be a full Avro name like 'zeitgeist.SearchQuery' "
+            "with a file schemas/<name>.avsc"
+        )

@@ -1,0 +1,286 @@
+"""Low watermarks: what a task knows about the timestamps of its future input.
+
+Every task publishes `min(input low watermark, earliest pending event-time timer)` to its
+computation's compacted watermark channel, in the same transaction as its outputs, together
+with the last offset this process wrote to each output partition. A reader of partition q of a
+stream applies a producer's watermark only once it has read q past that offset (invariant 4),
+so a watermark can never overtake the data it speaks for. The input watermark of a partition is
+the minimum over every expected producer; none is known until each has reported.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from framework.core.api import MIN_TIME
+from framework.core.dead_letters import undecodable
+from framework.core.pipeline import BoundedOutOfOrderness, InjectorWatermark, Pipeline
+from framework.serde.codecs import decoder_for, encoder_for
+
+log = logging.getLogger(__name__)
+WATERMARK_SCHEMA = "logwheel.Watermark"
+Offsets = dict[tuple[str, int], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One published watermark: a producer's promise about its future records."""
+
+    producer: str
+    watermark: int
+    idle: bool
+    offsets: Offsets
+    input_watermark: int = MIN_TIME
+
+
+def encode_mark(mark: Mark) -> bytes:
+    return _encode(
+        {
+            "producer": mark.producer,
+            "watermark": mark.watermark,
+            "idle": mark.idle,
+            "input_watermark": mark.input_watermark,
+            "offsets": [
+                {"topic": t, "partition": p, "offset": o} for (t, p), o in mark.offsets.items()
+            ],
+        }
+    )
+
+
+def decode_mark(raw: bytes) -> Mark:
+    v = _decode(raw)
+    offsets = {(o["topic"], o["partition"]): o["offset"] for o in v["offsets"]}
+    return Mark(v["producer"], v["watermark"], v["idle"], offsets, v["input_watermark"])
+
+
+_encode = encoder_for(WATERMARK_SCHEMA)
+_decode = decoder_for(WATERMARK_SCHEMA)
+
+
+def task_producer(computation: str, partition: int) -> str:
+    """Producer id of a computation's keyed task, unique within a pipeline."""
+    return f"{computation}/task/{partition}"
+
+
+def repartition_producer(computation: str, stream: str, partition: int) -> str:
+    """Producer id of the task that re-keys partition `partition` of `stream`."""
+    return f"{computation}/by-key/{stream}/{partition}"
+
+
+def injector_producer(injector: str, process: int) -> str:
+    return f"{injector}/injector/{process}"
+
+
+# -- what one input partition knows ---------------------------------------------------------
+
+
+class PartitionWatermark:
+    """Input low watermark of one topic-partition as its reader has read it."""
+
+    def value(self) -> tuple[int | None, bool]:
+        """(watermark or None when unknown, idle)."""
+        raise NotImplementedError
+
+    def advance(self, position: int) -> None:
+        """The reader's next offset to read on this partition is now `position`."""
+
+    def observe(self, timestamp: int) -> None:
+        """A record with this timestamp was read."""
+
+
+class Unwatermarked(PartitionWatermark):
+    """A source declared without a watermark policy: its watermark is never known."""
+
+    def value(self) -> tuple[int | None, bool]:
+        return None, False
+
+
+class BoundedLateness(PartitionWatermark):
+    """`BoundedOutOfOrderness` on one partition of a stream written from outside."""
+
+    def __init__(self, policy: BoundedOutOfOrderness, clock: Callable[[], float]) -> None:
+        self._bound = policy.ms
+        self._idle_s = policy.idle_ms / 1000
+        self._clock = clock
+        self._max_ts: int | None = None
+        self._last_seen: float | None = None  # silence counts from when reading starts
+
+    def observe(self, timestamp: int) -> None:
+        if self._max_ts is None or timestamp > self._max_ts:
+            self._max_ts = timestamp
+        self._last_seen = self._clock()
+
+    def value(self) -> tuple[int | None, bool]:
+        now = self._clock()
+        if self._last_seen is None:
+            self._last_seen = now
+        if now - self._last_seen >= self._idle_s:
+            return None, True
+        return (None if self._max_ts is None else self._max_ts - self._bound), False
+
+
+@dataclass(slots=True)
+class _Producer:
+    pending: deque[tuple[int, int, bool]] = field(default_factory=deque)
+    applied: tuple[int, bool] | None = None
+
+
+class Published(PartitionWatermark):
+    """Watermarks published by a known set of producers (upstream tasks or injectors)."""
+
+    def __init__(self, topic: str, partition: int, producers: Iterable[str]) -> None:
+        self.topic = topic
+        self.partition = partition
+        self._producers = {p: _Producer() for p in producers}
+        self._position = 0
+
+    @property
+    def producers(self) -> list[str]:
+        return list(self._producers)
+
+    def offer(self, mark: Mark) -> None:
+        producer = self._producers.get(mark.producer)
+        if producer is None:
+            return
+        required = mark.offsets.get((self.topic, self.partition), -1)
+        producer.pending.append((required, mark.watermark, mark.idle))
+        self._apply(producer)
+
+    def advance(self, position: int) -> None:
+        self._position = position
+        for producer in self._producers.values():
+            if producer.pending:
+                self._apply(producer)
+
+    def _apply(self, producer: _Producer) -> None:
+        pending = producer.pending
+        while pending and pending[0][0] < self._position:
+            _, watermark, idle = pending.popleft()
+            if producer.applied is not None and not idle:
+                watermark = max(watermark, producer.applied[0])
+            producer.applied = (watermark, idle)
+
+    def value(self) -> tuple[int | None, bool]:
+        return combine(p.applied or (None, False) for p in self._producers.values())
+
+
+def combine(values: Iterable[tuple[int | None, bool]]) -> tuple[int | None, bool]:
+    """Minimum over the non-idle inputs; unknown if any of them is unknown; idle if all are."""
+    low: int | None = None
+    any_active = False
+    for watermark, idle in values:
+        if idle:
+            continue
+        if watermark is None:
+            return None, False
+        any_active = True
+        low = watermark if low is None else min(low, watermark)
+    return (low, False) if any_active else (None, True)
+
+
+def partition_watermark(
+    pipeline: Pipeline,
+    stream: str,
+    topic: str,
+    partition: int,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[PartitionWatermark, list[str]]:
+    """How a reader of `topic`/`partition` (carrying `stream`) learns its watermark, and the
+    watermark channels it must follow for that."""
+    source = pipeline.sources.get(stream)
+    if source is not None:
+        policy = source.watermark
+        if isinstance(policy, BoundedOutOfOrderness):
+            return BoundedLateness(policy, clock), []
+        if isinstance(policy, InjectorWatermark):
+            channel = f"{pipeline.name}.{policy.injector}.watermarks"
+            producers = [injector_producer(policy.injector, i) for i in range(policy.processes)]
+            return Published(topic, partition, producers), [channel]
+        return Unwatermarked(), []
+    producers: list[str] = []
+    channels: list[str] = []
+    for writer in pipeline.writers(stream):
+        channels.append(writer.watermarks)
+        producers += [task_producer(writer.name, p) for p in range(writer.partitions)]
+    return Published(topic, partition, producers), channels
+
+
+# -- following the channels ------------------------------------------------------------------
+
+
+class WatermarkChannels:
+    """Follows watermark channels (single-partition compacted topics) for one process and
+    hands each published mark to the partitions that wait for it."""
+
+    def __init__(self, config: dict) -> None:
+        self._consumer = Consumer(config)
+        self._topics: set[str] = set()
+        self._at_end: dict[str, bool] = {}
+        self._latest: dict[str, Mark] = {}
+        self._listeners: dict[str, list[Published]] = {}
+
+    def follow(self, topics: Iterable[str]) -> None:
+        new = [t for t in topics if t not in self._topics]
+        if new:
+            self._topics.update(new)
+            self._consumer.incremental_assign([TopicPartition(t, 0, OFFSET_BEGINNING) for t in new])
+
+    def catch_up(self, timeout: float = 30.0) -> None:
+        """Read every followed channel to its end (its last stable offset: an injector's open
+        transaction is not waited for), so a task taking over a partition continues from its
+        previous owner's last mark."""
+        deadline = time.monotonic() + timeout
+        while not all(self._at_end.get(t) for t in self._topics):
+            if time.monotonic() > deadline:
+                log.warning("watermark channels not read to their end in %.0fs", timeout)
+                return
+            self._poll(0.05)
+
+    def poll(self) -> None:
+        self._poll(0)
+
+    def _poll(self, timeout: float) -> None:
+        for msg in self._consumer.consume(1000, timeout):
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    self._at_end[msg.topic()] = True
+                continue
+            self._at_end[msg.topic()] = False
+            if msg.value() is None:  # the producer's event time was reset
+                self._latest.pop(f"{msg.topic()}|{msg.key().decode(errors='replace')}", None)
+                continue
+            try:
+                mark = decode_mark(msg.value())
+            except Exception as error:  # never a crash: skipped, counted, said once a minute
+                undecodable(msg.topic(), error)
+                continue
+            name = f"{msg.topic()}|{mark.producer}"
+            self._latest[name] = mark
+            for listener in self._listeners.get(name, ()):
+                listener.offer(mark)
+
+    def latest(self, channel: str, producer: str) -> Mark | None:
+        return self._latest.get(f"{channel}|{producer}")
+
+    def listen(self, channels: Iterable[str], published: Published) -> None:
+        for channel in channels:
+            for producer in published.producers:
+                name = f"{channel}|{producer}"
+                self._listeners.setdefault(name, []).append(published)
+                if name in self._latest:
+                    published.offer(self._latest[name])
+
+    def forget(self, published: Published) -> None:
+        for listeners in self._listeners.values():
+            if published in listeners:
+                listeners.remove(published)
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,163 @@
+"""Everything a process writes goes through one producer; the collector records where it landed
+and what the broker refused (Kafka Streams' RecordCollectorImpl).
+
+The offsets are what watermark marks carry (invariant 4) and what local checkpoints record. A
+refusal fails the commit it belongs to. When the broker refuses a record for its content (too
+large, a timestamp outside its window, ...), the runner re-runs from the last commit and
+isolates the input record whose hook call made it (`poisoned`), so that one is dead-lettered
+instead of failing every commit forever (invariant 7). Refusals that are not the data's fault
+(broker down, fencing) are raised as they are: retry or rejoin, never dead-letter good data.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from framework.core.dead_letters import reason_of
+from framework.kafka.limits import TopicLimits
+
+ID_HEADER = "logwheel.id"
+ERROR_HEADERS = (
+    "logwheel.error",
+    "logwheel.error.stage",
+    "logwheel.source.topic",
+    "logwheel.source.partition",
+    "logwheel.source.offset",
+)
+TRUNCATED_HEADER = "logwheel.error.truncated"
+
+Outgoing = tuple[str, bytes | None, bytes | None, int, int, list[tuple[str, bytes]] | None]
+"""(topic, key, value, partition or -1, timestamp or 0, headers): one record to produce."""
+
+DATA_FAULTS = frozenset(
+    (
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.INVALID_MSG_SIZE,
+        KafkaError.INVALID_TIMESTAMP,
+        KafkaError.INVALID_RECORD,
+        KafkaError.INVALID_MSG,
+        KafkaError.RECORD_LIST_TOO_LARGE,
+    )
+)
+"""Broker refusals caused by a record's content: retrying cannot help."""
+
+
+class Collector:
+    """A producer plus the last offset it wrote to each topic-partition."""
+
+    def __init__(self, config: dict, limits: TopicLimits | None = None) -> None:
+        self.written: dict[tuple[str, int], int] = {}
+        self.delivered: Counter[str] = Counter()  # records acknowledged per topic, for metrics
+        self.limits = limits or TopicLimits()
+        self.poisoned: dict[tuple[str, int, int], str] = {}  # input position -> refusal
+        self._errors: list[KafkaError] = []
+        self.producer = Producer({**config, "on_delivery": self._delivered})
+
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            self._errors.append(err)
+            return
+        topic, offset = msg.topic(), msg.offset()
+        key = (topic, msg.partition())
+        if offset > self.written.get(key, -1):  # not below what `remember` took over
+            self.written[key] = offset
+        self.delivered[topic] += 1
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        timestamp: int | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+        partition: int | None = None,
+    ) -> None:
+        # -1 and 0 are confluent-kafka's own defaults: the partitioner picks, the time is now
+        partition = -1 if partition is None else partition
+        self.send_all(((topic, key, value, partition, timestamp or 0, headers),))
+
+    def send_all(self, records: Iterable[Outgoing]) -> None:
+        """Produce each (topic, key, value, partition, timestamp, headers); the per-record
+        path, so confluent-kafka's arguments go by position (keywords cost a third more)."""
+        produce = self.producer.produce
+        for topic, key, value, partition, timestamp, headers in records:
+            while True:
+                try:
+                    produce(topic, value, key, partition, None, None, timestamp, headers)
+                    break
+                except BufferError:
+                    self.poll(0.05)
+                except KafkaException as error:  # refused before sending: fails the commit
+                    self._errors.append(error.args[0])
+                    break
+
+    def dead_letter(
+        self,
+        dlq: str,
+        msg: Message | None,
+        error: BaseException,
+        stage: str,
+        fallback: tuple[bytes | None, bytes | None, int] = (None, None, 0),
+    ) -> None:
+        """Send the original bytes to the dead-letter topic with the reason in headers; a value
+        too large for the dead-letter topic is cut to fit, its size in a header."""
+        if msg is not None:
+            key, value, timestamp = msg.key(), msg.value(), msg.timestamp()[1]
+            source = (msg.topic(), str(msg.partition()), str(msg.offset()))
+            headers = list(msg.headers() or [])
+        else:
+            key, value, timestamp = fallback
+            source = ("", "", "")
+            headers = []
+        headers += zip(ERROR_HEADERS, (reason_of(error), stage, *source), strict=True)
+        room = self.limits.room(dlq, key, headers)
+        if value is not None and len(value) > room:
+            headers.append((TRUNCATED_HEADER, str(len(value)).encode()))
+            value = value[: max(0, room - 32)]
+        if not self.limits.timestamp_ok(dlq, timestamp):
+            timestamp = 0  # the broker's time: a dead letter is kept whatever its timestamp
+        self.send(dlq, key, value, timestamp=timestamp or None, headers=headers)
+
+    def poll(self, timeout: float = 0) -> None:
+        """Serve delivery reports (refusals are kept for the next `flush`)."""
+        self._serve(self.producer.poll, timeout)
+
+    def flush(self) -> None:
+        """Wait for every send; raise the first refusal."""
+        self._serve(self.producer.flush)
+        if self._errors:
+            err, self._errors = self._errors[0], []
+            raise KafkaException(err)
+
+    def _serve(self, call: Callable[..., object], *args: float) -> None:
+        """A producer call that runs delivery callbacks. confluent-kafka raises a fatal delivery
+        error (a fenced transactional producer) out of it, and a SystemError caused by it when
+        another callback runs with it pending; either is kept like any refusal, so the commit
+        that flushes ends the membership instead of the process (found by the full-size seeded
+        chaos run). It goes first: the producer cannot go on, whatever else was refused."""
+        try:
+            call(*args)
+        except SystemError as error:
+            if not isinstance(error.__cause__, KafkaException):
+                raise
+            self._errors.insert(0, error.__cause__.args[0])
+        except KafkaException as error:
+            self._errors.insert(0, error.args[0])
+
+    def refusal(self) -> KafkaError | None:
+        """The first refusal of a record's content among those not yet raised."""
+        return next((e for e in self._errors if e.code() in DATA_FAULTS), None)
+
+    def discard_errors(self) -> None:
+        """The transaction was aborted: refusals of what it held (purged sends) are moot."""
+        self._errors = []
+
+    def remember(self, offsets: Iterable[tuple[tuple[str, int], int]]) -> None:
+        """Take over offsets a previous owner wrote, so marks never claim less than it did."""
+        for key, offset in offsets:
+            if offset > self.written.get(key, -1):
+                self.written[key] = offset

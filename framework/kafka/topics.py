@@ -1,0 +1,241 @@
+"""The topics a pipeline needs, each with its policy, and creating them (`logwheel topics`).
+
+Every edge of the graph and every piece of durable state is a Kafka topic (CONTRACT.md,
+"Topics"). `pipeline_topics` is the plan, a pure function of the declaration; `create_topics`
+makes what is missing and refuses, with the fix in the message, an existing topic that would
+break the runtime (too few partitions for state, or deleting where it must compact).
+
+Partition counts that must match exactly are those of keyed state: a task owns partition p of
+its changelog, timer journal and by-key topics, and, for an input read by its Kafka key, the
+same partition p of that input (co-partitioning, as Kafka Streams checks). Other streams may
+have any number of partitions; the plan only says what to create them with.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError
+
+HOUR_MS = 3_600_000
+
+DELETE: Mapping[str, str] = {"cleanup.policy": "delete"}
+"""Streams, repartition topics and dead letters: a time-bounded log (broker's retention)."""
+
+COMPACT: Mapping[str, str] = {
+    "cleanup.policy": "compact",
+    # Nothing reads superseded values of a key: restore and tables want only the latest.
+    # Explicit so that a broker-wide default cannot delay compaction.
+    "min.compaction.lag.ms": "0",
+    # The active segment is never compacted. With the broker's 7-day default, a changelog
+    # would carry up to a week of overwrites that every restore must read; one hour bounds
+    # that tail while keeping segments few (24 a day per partition, merged by the cleaner).
+    "segment.ms": str(HOUR_MS),
+}
+"""Changelogs, timer journals and watermark channels: the latest value per key is the truth."""
+
+DLQ: Mapping[str, str] = dict(DELETE)
+"""Dead letters follow the broker's retention, like the streams they came from: a shorter
+one would lose bad input before the input itself expires."""
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """One topic of the plan: its name, partition count and topic-level configs.
+
+    `kind` says what it carries (stream, changelog, timers, watermarks, by-key, dlq);
+    `exact` says its partition count must equal `partitions` because keyed state, a
+    co-partitioned reader or a single-partition channel depends on it; `owners` are the
+    computations that depend on it (for messages).
+    """
+
+    name: str
+    partitions: int
+    config: dict[str, str] = field(default_factory=dict)
+    kind: str = "stream"
+    exact: bool = False
+    owners: tuple[str, ...] = ()
+
+    @property
+    def compacted(self) -> bool:
+        return "compact" in self.config.get("cleanup.policy", "")
+
+
+def pipeline_topics(pipeline: Pipeline) -> list[TopicSpec]:
+    """Every topic of `pipeline` with its policy, streams first, in declaration order.
+
+    A stream gets the partitions of the computations reading it by Kafka key (they must
+    agree), else of its writers, else the pipeline's default.
+    """
+    plan: dict[str, TopicSpec] = {}
+
+    def add(spec: TopicSpec) -> None:
+        if spec.name in plan and plan[spec.name] != spec:
+            raise PipelineError(
+                f"topic {spec.name!r} is planned twice, as {plan[spec.name].kind} and "
+                f"{spec.kind}: rename the stream or computation"
+            )
+        plan[spec.name] = spec
+
+    for stream in pipeline.streams():
+        add(_stream_topic(pipeline, stream))
+    for spec in pipeline.computations.values():
+        n, owner = spec.partitions, (spec.name,)
+        add(TopicSpec(spec.changelog, n, dict(COMPACT), "changelog", True, owner))
+        add(TopicSpec(spec.timers, n, dict(COMPACT), "timers", True, owner))
+        add(TopicSpec(spec.watermarks, 1, dict(COMPACT), "watermarks", True, owner))
+        for i in spec.inputs:
+            if i.key is not None:
+                add(TopicSpec(spec.by_key(i.stream), n, dict(DELETE), "by-key", True, owner))
+        add(TopicSpec(spec.dlq, 1, dict(DLQ), "dlq", False, owner))
+    for source in pipeline.sources.values():
+        if isinstance(source.watermark, InjectorWatermark):
+            name = f"{pipeline.name}.{source.watermark.injector}.watermarks"
+            add(TopicSpec(name, 1, dict(COMPACT), "watermarks", True))
+    return list(plan.values())
+
+
+def _stream_topic(pipeline: Pipeline, stream: str) -> TopicSpec:
+    direct = {
+        c.name: c.partitions
+        for c in pipeline.computations.values()
+        if any(i.stream == stream and i.key is None for i in c.inputs)
+    }
+    if len(set(direct.values())) > 1:
+        raise PipelineError(
+            f"stream {stream!r} is read by its Kafka key by computations with different "
+            f"partition counts {direct}: give them the same partitions=, or key_by(...) "
+            "in all but one"
+        )
+    if direct:
+        partitions = next(iter(direct.values()))
+        return TopicSpec(stream, partitions, dict(DELETE), "stream", True, tuple(direct))
+    writers = [w.partitions for w in pipeline.writers(stream)]
+    partitions = max(writers) if writers else pipeline.partitions
+    return TopicSpec(stream, partitions, dict(DELETE), "stream")
+
+
+def check_existing(spec: TopicSpec, partitions: int, cleanup_policy: str | None) -> str | None:
+    """Why an existing topic with these properties cannot serve as `spec`, with the fix;
+    None if it can."""
+    if spec.exact and partitions != spec.partitions:
+        have = f"topic {spec.name!r} has {partitions} partitions, but"
+        owners = ", ".join(repr(o) for o in spec.owners)
+        if spec.kind == "stream":
+            return (
+                f"{have} {owners} read it by its Kafka key with {spec.partitions} partitions "
+                f"of state: declare them with partitions={partitions}, or read it with "
+                "key_by(...) so it is repartitioned"
+            )
+        if spec.kind == "watermarks":
+            return (
+                f"{have} a watermark channel has exactly 1: delete it "
+                f"(kafka-topics.sh --delete --topic {spec.name}) so it is recreated"
+            )
+        return (
+            f"{have} computation {owners} keeps its {spec.kind} in {spec.partitions}: declare "
+            f"it with partitions={partitions}, or delete the topic (kafka-topics.sh --delete "
+            f"--topic {spec.name}; its state goes with it) so it is recreated"
+        )
+    if cleanup_policy is not None and spec.compacted and "compact" not in cleanup_policy:
+        return (
+            f"topic {spec.name!r} has cleanup.policy={cleanup_policy}, but it holds "
+            f"{spec.kind}, which must be compacted or it is lost at retention: "
+            f"kafka-configs.sh --alter --entity-type topics --entity-name {spec.name} "
+            "--add-config cleanup.policy=compact"
+        )
+    return None
+
+
+def create_topics(
+    bootstrap: str,
+    pipeline: Pipeline,
+    *,
+    client_config: Mapping[str, Any] | None = None,
+    timeout: float = 30.0,
+) -> list[str]:
+    """Create the topics of `pipeline` that do not exist yet; return the names created.
+
+    Idempotent: existing topics are kept as they are, provided they can serve (see
+    `check_existing`); otherwise PipelineError names the fix and nothing is created. Returns
+    once every planned topic has a leader for each partition. Replication factor and
+    min.insync.replicas follow the cluster's defaults.
+    """
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({**dict(client_config or {}), "bootstrap.servers": bootstrap})
+    return ensure_topics(admin, pipeline_topics(pipeline), timeout)
+
+
+def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> list[str]:
+    """`create_topics` for the topics in `plan`, with an admin client of the caller's."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    existing = admin.list_topics(timeout=timeout).topics
+    present = [s for s in plan if s.name in existing]
+    policies = _cleanup_policies(admin, [s.name for s in present if s.compacted], timeout)
+    problems = [
+        why
+        for s in present
+        if (why := check_existing(s, len(existing[s.name].partitions), policies.get(s.name)))
+    ]
+    if problems:
+        raise PipelineError("; ".join(problems))
+
+    missing = [s for s in plan if s.name not in existing]
+    created: list[str] = []
+    if missing:
+        new = [NewTopic(s.name, s.partitions, -1, config=dict(s.config)) for s in missing]
+        futures = admin.create_topics(new, request_timeout=timeout, operation_timeout=timeout)
+        for name, future in futures.items():
+            try:
+                future.result()
+                created.append(name)
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    raise PipelineError(
+                        f"cannot create topic {name!r}: not authorized to see or create it: "
+                        "grant this client's principal the pipeline's ACLs (`logwheel acls "
+                        "MODULE:ATTR --principal ...`), or create it as an administrator"
+                    ) from None
+                if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:  # a concurrent creator won
+                    raise PipelineError(f"cannot create topic {name!r}: {error.str()}") from None
+    _wait_for_leaders(admin, {s.name: s for s in plan}, timeout)
+    return created
+
+
+def _cleanup_policies(admin: Any, names: list[str], timeout: float) -> dict[str, str]:
+    if not names:
+        return {}
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+    result = admin.describe_configs(resources, request_timeout=timeout)
+    return {
+        resource.name: future.result(timeout)["cleanup.policy"].value
+        for resource, future in result.items()
+    }
+
+
+def _wait_for_leaders(admin: Any, plan: Mapping[str, TopicSpec], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        topics = admin.list_topics(timeout=timeout).topics
+        waiting = sorted(
+            name
+            for name in plan
+            if name not in topics
+            or topics[name].error is not None
+            or not topics[name].partitions
+            or any(p.leader < 0 for p in topics[name].partitions.values())
+        )
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topics {waiting} have no partition leaders after {timeout}s")
+        time.sleep(0.1)

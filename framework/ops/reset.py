@@ -1,0 +1,178 @@
+"""`logwheel reset`: reprocess history by moving a computation's consumer-group offsets.
+
+As with Kafka Streams' reset tool, the computation's inputs move to the chosen point and its
+repartition (`.by-key`) topics to their end, since their old contents would otherwise be read
+a second time.
+
+Event time starts again either way: the computation's own marks on its watermark channel are
+deleted (tombstones), so its tasks resume with no input watermark and the replayed records are
+not late. Without `--wipe-state` its state and pending timers are kept: the replay runs on top
+of them (what a bug fix in output formatting wants). `--wipe-state` also empties its changelog,
+timer journal and watermark channel (deleted and created again: compacted topics cannot be
+truncated) and the local state under `--state-dir`; a local store elsewhere notices the new
+topics at its next start and restores from them instead of bringing old state back.
+Downstream computations keep their own event time: replayed outputs reaching them are late
+unless they are reset too.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import shutil
+import time
+from datetime import datetime
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
+from framework.core.watermarks import repartition_producer, task_producer
+from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
+from framework.kafka.topics import create_topics
+
+POINTS = ("earliest", "latest")
+_COORDINATOR_MOVING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
+
+
+def parse_point(to: str) -> str | int:
+    """`earliest`, `latest`, or an ISO date-time as milliseconds since the epoch."""
+    if to in POINTS:
+        return to
+    try:
+        moment = datetime.fromisoformat(to)
+    except ValueError:
+        raise PipelineError(
+            f"--to {to!r}: use earliest, latest or an ISO date-time like 2026-11-21T12:00:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        raise PipelineError(f"--to {to!r}: give a time zone, e.g. {to}Z or {to}+01:00")
+    return int(moment.timestamp() * 1000)
+
+
+def reset(
+    pipeline: Pipeline,
+    computation: str,
+    to: str,
+    *,
+    bootstrap: str,
+    state_dir: Path,
+    wipe_state: bool = False,
+    dry_run: bool = False,
+    kafka: dict | None = None,
+) -> list[str]:
+    """Carry out (or with `dry_run` only describe) the reset; returns what it does, a line each."""
+    spec = pipeline[computation]
+    point = parse_point(to)
+    admin = AdminClient(client_config(bootstrap, kafka))
+    refuse_live_members(admin, spec)
+    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
+    try:
+        offsets = _plan(consumer, spec, point)
+        plan = [f"{tp.topic}[{tp.partition}] -> offset {tp.offset}" for tp in offsets]
+        if wipe_state:
+            plan += [f"empty {t}" for t in (spec.changelog, spec.timers, spec.watermarks)]
+            plan.append(f"remove local state {Path(state_dir) / pipeline.name / spec.name}")
+        else:
+            plan.append(f"forget {spec.name}'s event time: its marks on {spec.watermarks}")
+        if dry_run:
+            return plan
+        consumer.commit(offsets=offsets, asynchronous=False)
+    finally:
+        consumer.close()
+    if wipe_state:
+        _recreate(admin, pipeline, [spec.changelog, spec.timers, spec.watermarks], bootstrap, kafka)
+        shutil.rmtree(Path(state_dir) / pipeline.name / spec.name, ignore_errors=True)
+    else:
+        _forget_marks(pipeline, spec, bootstrap, kafka)
+    return plan
+
+
+def _forget_marks(
+    pipeline: Pipeline, spec: ComputationSpec, bootstrap: str, kafka: dict | None
+) -> None:
+    """Tombstones for every mark the computation's tasks publish (re-keying and keyed)."""
+    consumer = Consumer(consumer_config(bootstrap, reader=reader_group(spec.group), extra=kafka))
+    try:
+        topics = consumer.list_topics(timeout=30).topics
+    finally:
+        consumer.close()
+    producers = [task_producer(spec.name, p) for p in range(spec.partitions)]
+    for i in spec.inputs:
+        if i.key is not None and i.stream in topics:
+            count = len(topics[i.stream].partitions)
+            producers += [repartition_producer(spec.name, i.stream, p) for p in range(count)]
+    producer = Producer(producer_config(bootstrap, extra=kafka))
+    for name in producers:
+        producer.produce(spec.watermarks, None, name.encode(), partition=0)
+    if producer.flush(30):
+        raise PipelineError(f"could not write to {spec.watermarks}: is the broker reachable?")
+
+
+def refuse_live_members(admin: AdminClient, spec: ComputationSpec, then: str = "reset") -> None:
+    """A configuration error naming the fix while the computation's group has live members:
+    moving its offsets or writing its state under running instances would race them."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            futures = admin.describe_consumer_groups([spec.group], request_timeout=20)
+            group = futures[spec.group].result(30)
+            break
+        except (KafkaException, concurrent.futures.TimeoutError) as error:
+            # a coordinator still loading or moving, a loaded broker: ask again
+            moving = isinstance(error, concurrent.futures.TimeoutError) or (
+                error.args[0].code() in _COORDINATOR_MOVING
+            )
+            if not moving or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    if group.members:
+        raise PipelineError(
+            f"{spec.group} has {len(group.members)} live member(s): stop every `logwheel run` "
+            f"of it and wait out the session timeout (10 s), then {then}"
+        )
+
+
+def _plan(consumer: Consumer, spec: ComputationSpec, point: str | int) -> list[TopicPartition]:
+    metadata = consumer.list_topics(timeout=30).topics
+    offsets = []
+    for i in spec.inputs:
+        moves = [(i.stream, point)] + ([(spec.by_key(i.stream), "latest")] if i.key else [])
+        for topic, where in moves:
+            if topic not in metadata:
+                continue
+            for p in sorted(metadata[topic].partitions):
+                tp = TopicPartition(topic, p)
+                low, high = consumer.get_watermark_offsets(tp, 30)
+                offsets.append(TopicPartition(topic, p, offset_at(consumer, tp, where, low, high)))
+    return offsets
+
+
+def offset_at(consumer: Consumer, tp: TopicPartition, where: str | int, low: int, high: int) -> int:
+    """The offset of `where` (earliest, latest or a time in ms) in `tp`, whose offsets run
+    from `low` to `high`: the first record at or after the time, else the end."""
+    if where == "earliest":
+        return low
+    if where == "latest":
+        return high
+    found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, where)], 30)[0]
+    return found.offset if found.offset >= 0 else high
+
+
+def _recreate(
+    admin: AdminClient, pipeline: Pipeline, topics: list[str], bootstrap: str, kafka: dict | None
+) -> None:
+    existing = set(admin.list_topics(timeout=30).topics)
+    doomed = [t for t in topics if t in existing]
+    for future in admin.delete_topics(doomed, operation_timeout=30).values():
+        future.result()
+    deadline = time.monotonic() + 60
+    while set(doomed) & set(admin.list_topics(timeout=30).topics):
+        if time.monotonic() > deadline:
+            raise PipelineError(f"topics {doomed} were not deleted within 60 s")
+        time.sleep(0.2)
+    create_topics(bootstrap, pipeline, client_config=kafka)

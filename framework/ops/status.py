@@ -1,0 +1,173 @@
+"""`logwheel status` and `logwheel graph`: what a pipeline looks like and how far behind it is,
+per computation and input partition."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from rich.table import Table
+
+from framework.core.api import MIN_TIME
+from framework.core.clock import now_ms
+from framework.core.pipeline import ComputationSpec, Pipeline
+from framework.core.watermarks import WatermarkChannels, repartition_producer, task_producer
+from framework.kafka.config import client_config, consumer_config, reader_group
+
+
+@dataclass(frozen=True)
+class Status:
+    """One input partition of one computation, as `logwheel status` shows it."""
+
+    computation: str
+    topic: str
+    partition: int
+    low_watermark: int | None  # of the task reading it; None: not known yet
+    lag_ms: int | None  # how far that watermark is behind wall time
+    consumer_lag: int | None  # records (not transaction markers) yet to read; None: no commit
+    last_commit: int | None  # ms since the epoch, from the committed offset's metadata
+    owner: str | None  # the group member holding it (its instance id), None: nobody
+
+
+_COUNT_LIMIT = 100_000
+"""Lags up to this many offsets are counted record by record (read_committed, so markers
+and aborted records do not count); larger ones are reported in offsets."""
+
+
+def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> list[Status]:
+    """Per computation and input partition: the reading task's low watermark and its lag
+    behind wall time, the records yet to read, the last commit and the member that owns it."""
+    now = now_ms()
+    admin = AdminClient(client_config(bootstrap, kafka))
+    existing = admin.list_topics(timeout=30).topics
+    reader = reader_group(pipeline.name)
+    channels = WatermarkChannels(consumer_config(bootstrap, reader=reader, extra=kafka))
+    rows = []
+    try:
+        channels.follow(
+            s.watermarks for s in pipeline.computations.values() if s.watermarks in existing
+        )
+        channels.catch_up()
+        for spec in pipeline.computations.values():
+            owners = _owners(admin, spec.group)
+            consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
+            try:
+                tps = [
+                    TopicPartition(t, p)
+                    for t in spec.consumed_topics
+                    if t in existing
+                    for p in sorted(existing[t].partitions)
+                ]
+                for c in consumer.committed(tps, timeout=30) if tps else ():
+                    mark = channels.latest(spec.watermarks, _producer(spec, c.topic, c.partition))
+                    low = None if mark is None or mark.watermark == MIN_TIME else mark.watermark
+                    rows.append(
+                        Status(
+                            spec.name,
+                            c.topic,
+                            c.partition,
+                            low,
+                            None if low is None else now - low,
+                            _lag(consumer, c),
+                            _committed_at(c.metadata),
+                            owners.get((c.topic, c.partition)),
+                        )
+                    )
+            finally:
+                consumer.close()
+        return rows
+    finally:
+        channels.close()
+
+
+def _producer(spec: ComputationSpec, topic: str, partition: int) -> str:
+    """The task reading `topic`'s partition: a re-keying task for a re-keyed stream."""
+    if any(i.key is not None and i.stream == topic for i in spec.inputs):
+        return repartition_producer(spec.name, topic, partition)
+    return task_producer(spec.name, partition)
+
+
+def _owners(admin: AdminClient, group: str) -> dict[tuple[str, int], str]:
+    described = admin.describe_consumer_groups([group])[group].result(30)
+    return {
+        (tp.topic, tp.partition): member.group_instance_id or member.client_id
+        for member in described.members
+        for tp in member.assignment.topic_partitions
+    }
+
+
+def _committed_at(metadata: str | None) -> int | None:
+    try:
+        return int(json.loads(metadata)["committed_at"]) if metadata else None
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _lag(consumer: Consumer, committed: TopicPartition) -> int | None:
+    """Records between the committed offset and the end; transaction markers and aborted
+    records are not counted (up to `_COUNT_LIMIT` offsets; beyond, offsets)."""
+    if committed.offset < 0:
+        return None
+    tp = TopicPartition(committed.topic, committed.partition)
+    _, high = consumer.get_watermark_offsets(tp, 30)
+    if high - committed.offset > _COUNT_LIMIT:
+        return high - committed.offset
+    if high <= committed.offset:
+        return 0
+    consumer.assign([TopicPartition(tp.topic, tp.partition, committed.offset)])
+    count, last, deadline = 0, None, time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            count += sum(1 for m in consumer.consume(1000, 0.2) if m.error() is None)
+            (position,) = consumer.position([tp])
+            if position.offset >= high or position.offset == last:  # the end, or an open
+                break  # transaction the count stops at
+            last = position.offset
+    finally:
+        consumer.unassign()
+    return count
+
+
+def status_table(pipeline: str, rows: list[Status]) -> Table:
+    """The rows as a rich table for a terminal."""
+    table = Table(title=f"{pipeline} — {_when(now_ms())} UTC")
+    for column in ("computation", "topic", "partition", "low watermark (UTC)", "lag"):
+        table.add_column(column, justify="right" if column in ("partition", "lag") else "left")
+    for column in ("consumer lag", "last commit (UTC)", "owner"):
+        table.add_column(column, justify="right" if column == "consumer lag" else "left")
+    for r in rows:
+        table.add_row(
+            r.computation,
+            r.topic,
+            str(r.partition),
+            "unknown" if r.low_watermark is None else _when(r.low_watermark),
+            "-" if r.lag_ms is None else f"{r.lag_ms / 1000:.1f}s",
+            "-" if r.consumer_lag is None else str(r.consumer_lag),
+            "-" if r.last_commit is None else _when(r.last_commit),
+            r.owner or "-",
+        )
+    return table
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def graph(pipeline: Pipeline) -> str:
+    """The topology as Graphviz dot: streams are ellipses, computations boxes."""
+    lines = [f'digraph "{pipeline.name}" {{', "  rankdir=LR;"]
+    for stream in pipeline.streams():
+        lines.append(f'  "s:{stream}" [label="{stream}", shape=ellipse];')
+    for spec in pipeline.computations.values():
+        lines.append(f'  "c:{spec.name}" [label="{spec.name}", shape=box];')
+        for i in spec.inputs:
+            label = "" if i.key is None else f' [label="{getattr(i.key, "field", "by key")}"]'
+            lines.append(f'  "s:{i.stream}" -> "c:{spec.name}"{label};')
+        for out in spec.outputs:
+            lines.append(f'  "c:{spec.name}" -> "s:{out}";')
+    lines.append("}")
+    return "\n".join(lines)

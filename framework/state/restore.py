@@ -1,0 +1,149 @@
+"""Rebuilding tasks' local stores from their changelog and timer journal (invariant 2), a
+batch at a time inside the runner's loop, with the tasks' input partitions paused, so a long
+restore never outlives `max.poll.interval.ms` (Kafka Streams' StoreChangelogReader).
+
+The same reader keeps standby replicas (`logwheel run --standby N`, Kafka Streams'
+`num.standby.replicas`): stores of partitions this process does not own, followed without end,
+so that when it takes one over its restore reads only the tail.
+
+A store whose checkpoint the journals contradict — written for topics since deleted and
+created again (`reset --wipe-state`), or beyond their end — is a corrupted task: it is wiped
+and restored from the start instead of silently bringing old state back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from framework.core.metrics import RESTORE_SECONDS, RESTORED_RECORDS
+from framework.core.pipeline import ComputationSpec
+from framework.errors import TaskCorrupted
+from framework.state.store import TaskStore
+
+log = logging.getLogger(__name__)
+_BATCH = 5_000
+
+
+@dataclass
+class _Progress:
+    store: TaskStore
+    pending: set[str]  # journal topics not yet read to their end
+    standby: bool = False  # followed until removed, never done
+    started: float = field(default_factory=time.monotonic)
+    applied: int = 0
+
+
+class Restorer:
+    """Restores the stores of any number of a process's tasks at once with one consumer."""
+
+    def __init__(self, consumer: Consumer, spec: ComputationSpec, topic_ids: dict[str, str]):
+        self.consumer = consumer
+        self.spec = spec
+        self.topic_ids = topic_ids
+        self.journals = {spec.changelog: "changelog", spec.timers: "timers"}
+        self._tasks: dict[int, _Progress] = {}
+        self._reported = time.monotonic()
+
+    def add(self, partition: int, store: TaskStore, *, standby: bool = False) -> None:
+        """Start restoring `store` of task `partition` from its checkpoint (else the start);
+        a standby is followed until it is removed."""
+        try:
+            checkpoint = self._checked(partition, store)
+        except TaskCorrupted as why:
+            log.warning("%s: %s: wiping the local store and restoring it", self.spec.group, why)
+            store.wipe()
+            checkpoint = {}
+        store.set_topic_ids(self.topic_ids)
+        self._tasks[partition] = _Progress(store, set(self.journals), standby=standby)
+        self.consumer.incremental_assign(
+            [
+                TopicPartition(topic, partition, checkpoint.get(name, OFFSET_BEGINNING))
+                for topic, name in self.journals.items()
+            ]
+        )
+
+    def _checked(self, partition: int, store: TaskStore) -> dict[str, int]:
+        checkpoint = store.checkpoint()
+        known = store.topic_ids()
+        if known and known != self.topic_ids:
+            raise TaskCorrupted(partition, "its journal topics were deleted and created again")
+        for topic, name in self.journals.items():
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, partition), 30)
+            if checkpoint.get(name, 0) > high:
+                raise TaskCorrupted(
+                    partition,
+                    f"its checkpoint ({name} offset {checkpoint[name]}) lies beyond the end "
+                    f"of {topic} ({high})",
+                )
+        return checkpoint
+
+    def remove(self, partition: int) -> None:
+        """Stop restoring task `partition` (its partitions were revoked)."""
+        if self._tasks.pop(partition, None) is not None:
+            self._unassign(partition)
+
+    def restoring(self) -> bool:
+        """Whether a task waits for its restore (standbys do not count)."""
+        return any(not t.standby for t in self._tasks.values())
+
+    def busy(self) -> bool:
+        return bool(self._tasks)
+
+    def step(self, timeout: float = 0.0) -> list[tuple[int, TaskStore]]:
+        """Apply one batch; returns the tasks that are now restored."""
+        changes: dict[int, tuple[list, list, dict[str, int]]] = {}
+        for msg in self.consumer.consume(_BATCH, timeout):
+            err, p = msg.error(), msg.partition()
+            task = self._tasks.get(p)
+            if task is None:
+                continue
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    task.pending.discard(msg.topic())
+                    continue
+                raise KafkaException(err)
+            states, timers, offsets = changes.setdefault(p, ([], [], {}))
+            (states if msg.topic() == self.spec.changelog else timers).append(
+                (msg.key(), msg.value())
+            )
+            offsets[self.journals[msg.topic()]] = msg.offset() + 1
+        for p, (states, timers, offsets) in changes.items():
+            task = self._tasks[p]
+            task.store.apply(states, timers, offsets)
+            task.applied += len(states) + len(timers)
+        self._report()
+        done = [(p, t) for p, t in self._tasks.items() if not t.pending and not t.standby]
+        for p, task in done:
+            del self._tasks[p]
+            self._unassign(p)
+            seconds = time.monotonic() - task.started
+            RESTORED_RECORDS.labels(self.spec.name).inc(task.applied)
+            RESTORE_SECONDS.labels(self.spec.name).inc(seconds)
+            if task.applied:
+                log.info(
+                    "%s task %d: restored %d journal records in %.1fs (%.0f records/s)",
+                    self.spec.group,
+                    p,
+                    task.applied,
+                    seconds,
+                    task.applied / max(seconds, 1e-3),
+                )
+        return [(p, t.store) for p, t in done]
+
+    def _report(self) -> None:
+        if self._tasks and time.monotonic() - self._reported > 5:
+            self._reported = time.monotonic()
+            for p, task in self._tasks.items():
+                if task.standby:
+                    continue
+                group = self.spec.group
+                log.info("%s task %d: restoring, %d records so far", group, p, task.applied)
+
+    def _unassign(self, partition: int) -> None:
+        self.consumer.incremental_unassign(
+            [TopicPartition(topic, partition) for topic in self.journals]
+        )

@@ -1,0 +1,166 @@
+"""Tables a computation joins its stream against (Samza §3.2, Kafka Streams' KStream–KTable
+join): local replicas of compacted topics — another computation's changelog, or any compacted
+stream keyed like the input — co-partitioned with the computation's key space.
+
+Each keyed task owns a RocksDB replica of partition p of every declared table, resumed from
+its own checkpoint (a restart reads only the tail). A task does not process its first record
+before its replicas are read to their end (bootstrapping), and before each batch of records
+its replicas read at least to the end offsets the broker reports then: a record is joined with
+the table as of its processing, and never with a table older than what was committed before
+the record was read. Tombstones delete. Values decode by their own fingerprint (Avro) or as
+JSON, so any team's changelog reads without configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from rocksdict import Options, Rdict, WriteBatch
+
+from framework.core.pipeline import ComputationSpec
+from framework.serde.codecs import default_schemas
+
+log = logging.getLogger(__name__)
+_POSITION = b"\x00logwheel:position"
+_TIMEOUT_S = 30
+
+
+class TableView:
+    """Read-only view of one table partition for the hooks: `get(key)` and `in`."""
+
+    def __init__(self, name: str, db: Rdict) -> None:
+        self.name = name
+        self._db = db
+        self._decode = default_schemas().decode_any
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raw = self._db.get(key.encode())
+        return default if raw is None else self._decode(raw)
+
+    def __contains__(self, key: str) -> bool:
+        return self._db.get(key.encode()) is not None
+
+    def __repr__(self) -> str:
+        return f"TableView({self.name!r})"
+
+
+class _Replica:
+    def __init__(self, name: str, topic: str, partition: int, path: Path) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        self.topic, self.partition = topic, partition
+        self.db = Rdict(str(path), options=Options(raw_mode=True))
+        raw = self.db.get(_POSITION)
+        self.position = OFFSET_BEGINNING if raw is None else json.loads(raw)
+        self.view = TableView(name, self.db)
+
+    def apply(self, changes: list[tuple[bytes, bytes | None]], position: int) -> None:
+        batch = WriteBatch(raw_mode=True)
+        for key, value in changes:
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+        batch.put(_POSITION, json.dumps(position).encode())
+        self.db.write(batch)
+        self.position = position
+
+
+class Tables:
+    """The table replicas of one process's keyed tasks, read with one consumer."""
+
+    def __init__(self, consumer: Consumer, spec: ComputationSpec, state_dir: Path) -> None:
+        self.consumer = consumer
+        self.spec = spec
+        self.state_dir = state_dir
+        self._replicas: dict[tuple[str, int], _Replica] = {}
+
+    def add(self, partition: int) -> dict[str, TableView]:
+        """Open (or resume) partition `partition` of every table, read it to its end, and
+        return the views for task `partition`'s hooks."""
+        replicas = []
+        for name, topic in self.spec.tables.items():
+            path = self.state_dir / f"task-{partition}" / "tables" / name
+            replica = self._replicas[(topic, partition)] = _Replica(name, topic, partition, path)
+            low, _ = self.consumer.get_watermark_offsets(TopicPartition(topic, partition), 30)
+            if replica.position < low:  # new, or the log's start moved past it
+                replica.apply([], low)
+            replicas.append(replica)
+        self.consumer.incremental_assign(
+            [TopicPartition(r.topic, partition, r.position) for r in replicas]
+        )
+        started = time.monotonic()
+        self.sync([partition])
+        log.info(
+            "%s task %d: tables %s read to their end in %.1fs",
+            self.spec.group,
+            partition,
+            sorted(self.spec.tables),
+            time.monotonic() - started,
+        )
+        return {r.view.name: r.view for r in replicas}
+
+    def remove(self, partition: int) -> None:
+        gone = [self._replicas.pop((t, partition)) for t in self.spec.tables.values()]
+        if gone:
+            self.consumer.incremental_unassign([TopicPartition(r.topic, partition) for r in gone])
+        for replica in gone:
+            replica.db.close()
+
+    def sync(self, partitions: Iterable[int]) -> None:
+        """Read the tables of `partitions` at least to the end offsets the broker reports now
+        (read_committed: the last stable offset)."""
+        targets = {}
+        for p in partitions:
+            for topic in self.spec.tables.values():
+                replica = self._replicas.get((topic, p))
+                if replica is not None:
+                    _, high = self.consumer.get_watermark_offsets(
+                        TopicPartition(topic, p), _TIMEOUT_S
+                    )
+                    targets[(topic, p)] = high
+        deadline = time.monotonic() + _TIMEOUT_S
+        while any(self._replicas[tp].position < high for tp, high in targets.items()):
+            if time.monotonic() > deadline:
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "table read timed out"))
+            self.step(0.05)
+            self._skip_markers(targets)
+
+    def step(self, timeout: float = 0.0) -> None:
+        """Apply what has arrived (following the tables between batches)."""
+        changes: dict[tuple[str, int], list[tuple[bytes, bytes | None]]] = {}
+        positions: dict[tuple[str, int], int] = {}
+        for msg in self.consumer.consume(1000, timeout):
+            err = msg.error()
+            if err is not None:
+                if err.code() != KafkaError._PARTITION_EOF:
+                    log.warning("%s: reading a table: %s", self.spec.group, err)
+                continue
+            tp = (msg.topic(), msg.partition())
+            if tp in self._replicas and msg.key() is not None:
+                changes.setdefault(tp, []).append((msg.key(), msg.value()))
+                positions[tp] = msg.offset() + 1
+        for tp, position in positions.items():
+            self._replicas[tp].apply(changes[tp], position)
+
+    def _skip_markers(self, targets: dict[tuple[str, int], int]) -> None:
+        """A transaction marker at the end is not a record: take positions from the consumer."""
+        replicas = self._replicas
+        behind = [
+            TopicPartition(*tp) for tp, high in targets.items() if replicas[tp].position < high
+        ]
+        for tp in self.consumer.position(behind):
+            replica = self._replicas[(tp.topic, tp.partition)]
+            if tp.offset > replica.position:
+                replica.apply([], tp.offset)
+
+    def close(self) -> None:
+        for replica in self._replicas.values():
+            replica.db.close()
+        self._replicas.clear()
+        self.consumer.close()

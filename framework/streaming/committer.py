@@ -1,0 +1,146 @@
+"""The commit: one Kafka transaction per commit interval (invariant 1), as Quix Streams'
+`Checkpoint.commit` and Kafka Streams' `StreamsProducer` own it.
+
+The producer is fenced through the consumer group's metadata (KIP-447), so a member that lost
+its partitions cannot commit (invariant 3). Under `at_least_once` the same steps run without
+a transaction: outputs are flushed, then the offsets are committed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from framework.core.clock import now_ms
+from framework.core.metrics import ABORTS, COMMIT_SECONDS, COMMITS
+from framework.core.pipeline import ComputationSpec
+from framework.core.watermarks import encode_mark
+from framework.errors import Rejoin
+from framework.kafka.collector import DATA_FAULTS, Collector
+from framework.streaming.task import InputPartition, Task
+
+log = logging.getLogger(__name__)
+TIMEOUT_S = 60
+
+
+def commit_metadata(instance: str) -> str:
+    """What a commit of input offsets carries for `logwheel status`: when, and by whom."""
+    return json.dumps({"committed_at": now_ms(), "instance": instance})
+
+
+class Committer:
+    """Owns the transaction: begin, the numbered steps of a commit, abort."""
+
+    def __init__(
+        self,
+        spec: ComputationSpec,
+        collector: Collector,
+        consumer: Consumer,
+        instance: str,
+    ) -> None:
+        self.spec = spec
+        self.collector = collector
+        self.producer = collector.producer
+        self.consumer = consumer
+        self.eos = spec.exactly_once
+        self.instance = instance
+        self.marks: dict[str, tuple[int, bool, int]] = {}  # what each task last published
+        self.last_commit = time.monotonic()
+        self.refusal: KafkaError | None = None  # the broker refused a record's content
+        if self.eos:
+            self.producer.init_transactions(TIMEOUT_S)
+            self.producer.begin_transaction()
+
+    def marks_moved(self, tasks: Iterable[Task]) -> bool:
+        """Whether some task's mark would promise more than the one it last published."""
+        return any(self.marks.get(t.producer) != t.mark_state() for t in tasks)
+
+    def commit(self, tasks: list[Task], inputs: Iterable[InputPartition]) -> bool:
+        """Commit everything since the last commit; False if the transaction was aborted (the
+        caller re-runs from the last commit). Raises Rejoin if the membership cannot go on.
+
+        1. Each task writes its changelog and timer journal records into the transaction.
+        2. Marks whose promise moved are due; their offsets name where this process's writes
+           landed, so the writes are flushed first (invariant 4).
+        3. The input positions go into the transaction with the group's metadata (KIP-447),
+           carrying the commit time and this instance for `logwheel status`.
+        4. The transaction commits; any failure before this point aborts all of it.
+        5. Local stores follow (RocksDB is written only after the commit), and the next
+           transaction begins.
+        """
+        collector, started = self.collector, time.monotonic()
+        try:
+            for task in tasks:  # 1
+                task.prepare_commit()
+            due = [t for t in tasks if self.marks.get(t.producer) != t.mark_state()]  # 2
+            if due:
+                collector.flush()
+            sent = {}
+            for task in due:
+                mark = task.mark()
+                sent[task.producer] = (mark.watermark, mark.idle, mark.input_watermark)
+                collector.send(
+                    self.spec.watermarks, task.producer.encode(), encode_mark(mark), partition=0
+                )
+            metadata = commit_metadata(self.instance)
+            offsets = [  # 3
+                TopicPartition(i.topic, i.partition, i.position, metadata=metadata) for i in inputs
+            ]
+            if self.eos:
+                if offsets:
+                    self.producer.send_offsets_to_transaction(
+                        offsets, self.consumer.consumer_group_metadata(), TIMEOUT_S
+                    )
+                self.producer.commit_transaction(TIMEOUT_S)  # 4
+            else:
+                collector.flush()
+                if offsets:
+                    self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as error:
+            self._abort(error)
+            return False
+        self.marks.update(sent)
+        for task in tasks:  # 5
+            task.committed()
+        if self.eos:
+            self.producer.begin_transaction()
+        self.last_commit = time.monotonic()
+        COMMITS.labels(self.spec.name).inc()
+        COMMIT_SECONDS.labels(self.spec.name).observe(self.last_commit - started)
+        return True
+
+    def _abort(self, error: KafkaException) -> None:
+        """A commit failed. If the transaction can be aborted (a rebalance moved the group's
+        generation under it, the broker refused a record), abort it so the caller re-runs
+        from the last commit, as Kafka Streams does; anything else ends this membership."""
+        err = error.args[0] if error.args else None
+        abortable = isinstance(err, KafkaError) and (
+            not self.eos or err.txn_requires_abort() or err.code() in DATA_FAULTS
+        )
+        if not abortable:
+            raise Rejoin(f"commit failed: {error}") from error
+        self.collector.poll()  # serve the delivery reports: which records were refused
+        self.refusal = self.collector.refusal() or (err if err.code() in DATA_FAULTS else None)
+        log.warning("%s: commit failed, re-running from the last commit: %s", self.spec.group, err)
+        ABORTS.labels(self.spec.name).inc()
+        if self.eos:
+            try:
+                self.producer.abort_transaction(TIMEOUT_S)
+                self.producer.begin_transaction()
+            except KafkaException as fatal:
+                raise Rejoin(f"abort failed: {fatal}") from fatal
+        else:
+            self.producer.flush()
+        self.collector.discard_errors()
+
+    def abandon(self) -> None:
+        """Leaving without committing: abort what is open."""
+        if self.eos:
+            try:
+                self.producer.abort_transaction(10)
+            except KafkaException as error:
+                log.info("%s: abort on close: %s", self.spec.group, error)

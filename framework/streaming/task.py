@@ -1,0 +1,368 @@
+"""Tasks: the work of one input partition, as in Kafka Streams' StreamTask.
+
+A `RepartitionTask` re-keys one partition of a stream into the computation's `.by-key` topic
+with the consumer-chosen key; a `KeyedTask` owns one partition of the computation's key space —
+its RocksDB store, changelog and timer journal partition — and runs the user's hooks through
+the shared `Executor`. Everything bad a record can carry (undecodable key, value or headers, a
+key extractor that fails, productions the broker would refuse) ends at the error policy with
+its stage; the rest of the partition flows (invariant 7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Message
+
+from framework.core.api import MIN_TIME, Record, Timer, make_record
+from framework.core.dead_letters import ErrorPolicy
+from framework.core.executor import Executor
+from framework.core.pipeline import ComputationSpec, Input, Pipeline
+from framework.core.watermarks import (
+    Mark,
+    PartitionWatermark,
+    Published,
+    combine,
+    partition_watermark,
+    repartition_producer,
+    task_producer,
+)
+from framework.errors import BadRecord
+from framework.kafka.collector import ID_HEADER, Collector, Outgoing
+from framework.serde.codecs import decoder_for, encode_json, encoder_for
+from framework.state.store import TaskStore, timer_key
+
+_encode_timer = encoder_for("logwheel.TimerEntry")
+_decode_timer_entry = decoder_for("logwheel.TimerEntry")
+
+
+def encode_timer(key: str, tag: str, timer: Timer | None) -> bytes | None:
+    """A timer journal value (None: the timer is gone, a tombstone)."""
+    if timer is None:
+        return None
+    return _encode_timer({"key": key, "tag": tag, "time": timer.time, "domain": timer.domain})
+
+
+def decode_timer(raw: bytes) -> Timer:
+    entry = _decode_timer_entry(raw)
+    return Timer(entry["time"], entry["tag"], entry["domain"])
+
+
+@dataclass(eq=False)
+class InputPartition:
+    """One topic-partition a task reads, and what it knows of that partition's watermark."""
+
+    topic: str
+    partition: int
+    stream: str
+    decode: Callable[[bytes], Any]
+    watermark: PartitionWatermark
+    channels: list[str]
+    position: int = 0  # next offset to read
+    read: int = 0  # records read, for metrics
+
+    def consumed(self, msg: Message) -> None:
+        self.position = msg.offset() + 1
+        self.read += 1
+        self.watermark.observe(msg.timestamp()[1])
+
+    def consumed_run(self, msgs: list[Message]) -> None:
+        """`consumed` for a run of this partition's records, in offset order."""
+        self.position = msgs[-1].offset() + 1
+        self.read += len(msgs)
+        if self._observes:
+            self.watermark.observe(max(m.timestamp()[1] for m in msgs))
+
+    def __post_init__(self) -> None:
+        self._id_prefix = f"{self.topic}/{self.partition}/"
+        # Most watermarks ignore what is read (they follow published marks or nothing).
+        self._observes = type(self.watermark).observe is not PartitionWatermark.observe
+
+    def record(self, msg: Message) -> Record:
+        """The record `msg` carries; BadRecord (stage "decode") if its key, value or id
+        header cannot be read."""
+        try:
+            value = self.decode(msg.value())
+            key = msg.key()
+            rid = None
+            headers = msg.headers()
+            if headers:
+                for name, header in headers:
+                    if name == ID_HEADER:
+                        rid = header.decode()
+            return make_record(
+                key.decode() if key else "",
+                value,
+                msg.timestamp()[1],
+                self.stream,
+                rid or self._id_prefix + str(msg.offset()),
+            )
+        except Exception as error:
+            raise BadRecord("decode", str(error), error) from error
+
+
+@dataclass
+class Runtime:
+    """What every task of one process shares."""
+
+    pipeline: Pipeline
+    spec: ComputationSpec
+    collector: Collector
+    partitions: dict[str, int]  # topic -> partition count, from the broker
+    policy: ErrorPolicy
+
+    def dead_letter(
+        self,
+        msg: Message | None,
+        error: BaseException,
+        stage: str,
+        fallback: tuple[bytes | None, bytes | None, int] = (None, None, 0),
+    ) -> None:
+        """A bad record: counted, and written to the dead-letter topic if the policy says so."""
+        if self.policy.admit(stage, error):
+            self.collector.dead_letter(self.spec.dlq, msg, error, stage, fallback)
+
+
+class Task:
+    producer: str
+    inputs: list[InputPartition]
+    outputs: set[str]
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.published = MIN_TIME
+
+    def handle(self, msg: Message, inp: InputPartition) -> None:
+        raise NotImplementedError
+
+    def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
+        """`handle` each of a run of records of one input partition, in offset order."""
+        for msg in msgs:
+            self.handle(msg, inp)
+
+    def tick(self) -> int:
+        """Bring the input watermark up to date and fire what is due; returns firings."""
+        return 0
+
+    def input_watermark(self) -> tuple[int | None, bool]:
+        for inp in self.inputs:
+            inp.watermark.advance(inp.position)
+        return combine(inp.watermark.value() for inp in self.inputs)
+
+    def low_watermark(self) -> tuple[int, bool]:
+        raise NotImplementedError
+
+    def mark_state(self) -> tuple[int, bool, int]:
+        """What a mark published now would promise: (watermark, idle, input watermark)."""
+        watermark, idle = self.low_watermark()
+        return max(self.published, watermark), idle, self.observed()
+
+    def mark(self) -> Mark:
+        """The mark to publish on the watermark channel in this commit."""
+        self.published, idle, observed = self.mark_state()
+        written = self.rt.collector.written
+        offsets = {tp: o for tp, o in written.items() if tp[0] in self.outputs}
+        return Mark(self.producer, self.published, idle, offsets, observed)
+
+    def observed(self) -> int:
+        """The input low watermark this task's hooks have seen."""
+        return MIN_TIME
+
+    def resume(self, previous: Mark | None) -> None:
+        """Continue from the last mark a previous owner of this task published."""
+        if previous is not None:
+            self.published = previous.watermark
+            self.rt.collector.remember(previous.offsets.items())
+
+    def prepare_commit(self) -> None:
+        """Write this task's journal records into the open transaction."""
+
+    def committed(self) -> None:
+        """The transaction committed: make local state follow."""
+
+    def close(self) -> None:
+        pass
+
+
+class RepartitionTask(Task):
+    """Re-keys one partition of a stream by the consumer's key extractor."""
+
+    def __init__(self, runtime: Runtime, input_: Input, partition: int) -> None:
+        super().__init__(runtime)
+        spec, stream = runtime.spec, input_.stream
+        self.input = input_
+        self.target = spec.by_key(stream)
+        self.producer = repartition_producer(spec.name, stream, partition)
+        self.outputs = {self.target}
+        watermark, channels = partition_watermark(runtime.pipeline, stream, stream, partition)
+        decode = decoder_for(runtime.pipeline.schema_of(stream))
+        self.inputs = [InputPartition(stream, partition, stream, decode, watermark, channels)]
+
+    def handle(self, msg: Message, inp: InputPartition) -> None:
+        collector = self.rt.collector
+        stage = "decode"
+        try:
+            record = inp.record(msg)
+            stage = "key"
+            key = self.input.route(record).encode()
+            stage = "produce"
+            collector.limits.check(self.target, key, msg.value(), record.timestamp)
+        except Exception as error:
+            self.rt.dead_letter(msg, error, getattr(error, "stage", stage))
+        else:
+            collector.send(
+                self.target,
+                key,
+                msg.value(),
+                timestamp=record.timestamp,
+                headers=[(ID_HEADER, record.id.encode())],
+            )
+        inp.consumed(msg)
+
+    def low_watermark(self) -> tuple[int, bool]:
+        watermark, idle = self.input_watermark()
+        return (self.published if watermark is None else watermark), idle
+
+
+class KeyedTask(Task):
+    """One partition of a computation's key space: state, timers and the user's hooks."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        partition: int,
+        store: TaskStore,
+        tables: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(runtime)
+        pipeline, spec = runtime.pipeline, runtime.spec
+        self.partition = partition
+        self.store = store
+        self.producer = task_producer(spec.name, partition)
+        self.outputs = set(spec.outputs)
+        self.inputs = []
+        for i in spec.inputs:
+            decode = decoder_for(pipeline.schema_of(i.stream))
+            if i.key is None:
+                watermark, channels = partition_watermark(pipeline, i.stream, i.stream, partition)
+                topic = i.stream
+            else:
+                topic = spec.by_key(i.stream)
+                producers = [
+                    repartition_producer(spec.name, i.stream, r)
+                    for r in range(runtime.partitions[i.stream])
+                ]
+                watermark, channels = Published(topic, partition, producers), [spec.watermarks]
+            self.inputs.append(
+                InputPartition(topic, partition, i.stream, decode, watermark, channels)
+            )
+        self.output = TaskOutput(runtime)
+        self._states: list[tuple[bytes, bytes | None]] = []
+        self._timers: list[tuple[bytes, bytes | None]] = []
+        limit = runtime.collector.limits.of(spec.changelog).max_bytes
+        self.executor = Executor(
+            spec, store, store, self.output, state_max_bytes=limit, tables=tables
+        )
+
+    def handle(self, msg: Message, inp: InputPartition) -> None:
+        self.handle_run([msg], inp)
+
+    def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
+        # the per-record path of a keyed computation: a loop with no call it can do without
+        output, record, process = self.output, inp.record, self.executor.process
+        for msg in msgs:
+            output.source = msg
+            try:
+                rec = record(msg)
+            except BadRecord as error:
+                self.rt.dead_letter(msg, error, error.stage)
+            else:
+                process(rec)
+        output.source = None
+        inp.consumed_run(msgs)
+
+    def tick(self) -> int:
+        watermark, _ = self.input_watermark()
+        if watermark is not None and watermark > self.executor.input_watermark:
+            self.executor.advance_watermark(watermark)
+        return self.executor.fire_due()
+
+    def observed(self) -> int:
+        return self.executor.input_watermark
+
+    def resume(self, previous: Mark | None) -> None:
+        super().resume(previous)
+        if previous is not None:
+            self.executor.advance_watermark(previous.input_watermark)
+
+    def low_watermark(self) -> tuple[int, bool]:
+        _, idle = self.input_watermark()
+        return (
+            self.executor.output_watermark(),
+            idle and self.executor.timers.earliest("event") is None,
+        )
+
+    # -- commit -------------------------------------------------------------------------------
+
+    def prepare_commit(self) -> None:
+        spec, send, p = self.rt.spec, self.rt.collector.send, self.partition
+        self._states = [(key.encode(), raw) for key, raw in self.executor.state.changes()]
+        for key, value in self._states:
+            send(spec.changelog, key, value, partition=p)
+        self._timers = [
+            (timer_key(key, tag), encode_timer(key, tag, timer))
+            for key, tag, timer in self.executor.timers.changes()
+        ]
+        for key, value in self._timers:
+            send(spec.timers, key, value, partition=p)
+
+    def committed(self) -> None:
+        written = self.rt.collector.written
+        checkpoint = {
+            name: written[(topic, self.partition)] + 1
+            for name, topic in (
+                ("changelog", self.rt.spec.changelog),
+                ("timers", self.rt.spec.timers),
+            )
+            if (topic, self.partition) in written
+        }
+        self.store.apply(self._states, self._timers, checkpoint)
+        self.executor.state.committed()
+        self.executor.timers.committed()
+        self._states, self._timers = [], []
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class TaskOutput:
+    """The executor's `Output` on Kafka: encodes and checks a hook call's productions against
+    the stream's schema and the broker's limits before the call counts as done."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.collector = runtime.collector
+        self.encoders = {s: encoder_for(schema) for s, schema in runtime.spec.outputs.items()}
+        self.source: Message | None = None  # the input record being processed, if any
+
+    def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Outgoing:
+        try:
+            payload = self.encoders[stream](value)
+            raw_key = key.encode()
+        except Exception as error:
+            raise BadRecord("encode", f"output to {stream!r}: {error}", error) from error
+        self.collector.limits.check(stream, raw_key, payload, timestamp)
+        return stream, raw_key, payload, -1, timestamp, [(ID_HEADER, record_id.encode())]
+
+    def produce_all(self, encoded: list[Outgoing]) -> None:
+        self.collector.send_all(encoded)
+
+    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
+        try:
+            fallback_value = encode_json(record.value)
+        except Exception:
+            fallback_value = repr(record.value).encode()
+        fallback = (record.key.encode(errors="replace"), fallback_value, record.timestamp)
+        self.rt.dead_letter(self.source, error, stage, fallback)
