@@ -17,7 +17,7 @@ help:
 	@echo "make chaos        the chaos suite at full size (LOGWHEEL_CHAOS_FULL=1)"
 	@echo "make soak         the windowed pipeline under faults for LOGWHEEL_SOAK_MINUTES (30)"
 	@echo "make bench        the benchmarks"
-	@echo "make lint         ruff check and ruff format --check"
+	@echo "make lint         ruff check, ruff format --check, the layering contracts (lint-imports)"
 	@echo "make venv         .venv with logwheel installed editable, with its test extras"
 	@echo "make jars         the Kafka broker's and Spark's Kafka connector's jars (Maven Central)"
 	@echo "make broker       start the embedded broker;  make broker-stop  stops it"
@@ -37,7 +37,7 @@ $(SPARK_JARS)/.stamp: ops/maven/spark-kafka/pom.xml ops/fetch_jars.sh $(VENV)/.s
 	ops/fetch_jars.sh ops/maven/spark-kafka $(SPARK_JARS) \
 	  -Dspark.version=$$($(PY) -c 'import pyspark; print(pyspark.__version__)')
 
-test: venv jars
+test: venv jars lint
 	$(PY) -m framework.cli schemas check
 	$(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) tests
 
@@ -61,6 +61,7 @@ bench: venv jars
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 broker: venv jars
 	$(PY) -m framework.cli broker start

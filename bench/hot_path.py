@@ -29,11 +29,13 @@ from confluent_kafka import Message
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, throughput  # noqa: E402
 from framework.core.dead_letters import ErrorPolicy  # noqa: E402
+from framework.core.timers import decode_timer  # noqa: E402
 from framework.kafka.collector import Collector  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
 from framework.kafka.limits import Limit, TopicLimits  # noqa: E402
+from framework.kafka.output import Runtime  # noqa: E402
 from framework.state.store import TaskStore  # noqa: E402
-from framework.streaming.task import KeyedTask, Runtime, decode_timer  # noqa: E402
+from framework.streaming.task import KeyedTask  # noqa: E402
 
 RUN = 1_000
 

@@ -19,7 +19,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from rich.progress import Progress
 
 from changelog.store import MemoryRows, RocksRows
-from framework.kafka.config import consumer_config, unreachable, watermark_offsets
+from framework.kafka.config import consumer_config, unreachable
+from framework.kafka.reading import watermark_offsets
 from framework.serde.codecs import default_schemas
 
 __all__ = ["ChangelogTable"]

@@ -10,14 +10,15 @@ a restore from the changelog would see it). So what passes here behaves the same
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from framework.core.api import Record, Timer
 from framework.core.context import copy_json, production_id
 from framework.core.dead_letters import ErrorPolicy, reason_of
 from framework.core.executor import Executor
+from framework.core.keyed_state import MemoryStateBackend
 from framework.core.pipeline import ComputationSpec, Pipeline
+from framework.core.timers import MemoryTimerBackend
 from framework.errors import BadRecord
 from framework.serde.codecs import decoder_for, encoder_for
 
@@ -29,40 +30,6 @@ class DeadLetter(NamedTuple):
 
     def describe(self) -> str:
         return reason_of(self.error)
-
-
-class MemoryStateBackend:
-    """Committed state documents, encoded as the changelog carries them."""
-
-    def __init__(self) -> None:
-        self.docs: dict[str, bytes] = {}
-
-    def load(self, key: str) -> bytes | None:
-        return self.docs.get(key)
-
-    def apply(self, changes: Iterable[tuple[str, bytes | None]]) -> None:
-        for key, raw in changes:
-            if raw is None:
-                self.docs.pop(key, None)
-            else:
-                self.docs[key] = raw
-
-
-class MemoryTimerBackend:
-    """Committed pending timers, as the timer journal would carry them."""
-
-    def __init__(self) -> None:
-        self.timers: dict[tuple[str, str], Timer] = {}
-
-    def load_all(self) -> Iterable[tuple[str, Timer]]:
-        return [(key, timer) for (key, _), timer in self.timers.items()]
-
-    def apply(self, changes: Iterable[tuple[str, str, Timer | None]]) -> None:
-        for key, tag, timer in changes:
-            if timer is None:
-                self.timers.pop((key, tag), None)
-            else:
-                self.timers[(key, tag)] = timer
 
 
 class MemoryOutput:

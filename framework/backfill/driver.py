@@ -69,9 +69,8 @@ from framework.core.api import MIN_TIME
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import Mark, encode_mark, task_producer
 from framework.kafka.config import client_config, consumer_config, producer_config
+from framework.kafka.groups import commit_metadata, refuse_live_members
 from framework.kafka.topics import ensure_topics
-from framework.ops.reset import refuse_live_members
-from framework.streaming.committer import commit_metadata
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from framework.core.clock import now_ms
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import Published, decode_mark, partition_watermark, task_producer
 from framework.kafka.config import consumer_config, producer_config, reader_group
+from framework.kafka.reading import offset_at, parse_point
 from framework.kafka.topics import COMPACT, TopicSpec
-from framework.ops.reset import offset_at, parse_point
 
 PLAN_KEY = "plan"
 

@@ -30,15 +30,16 @@ from framework.backfill.plan import done_key, read_backfill_topic
 from framework.core.api import EVENT, Record
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.executor import Executor
+from framework.core.keyed_state import MemoryStateBackend
 from framework.core.pipeline import ComputationSpec, Pipeline
+from framework.core.timers import MemoryTimerBackend, decode_timer, encode_timer, timer_key
 from framework.errors import BadRecord
-from framework.kafka.collector import ID_HEADER, Collector, Outgoing
+from framework.kafka.collector import Collector, Outgoing
 from framework.kafka.config import producer_config
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
+from framework.kafka.output import Runtime, TaskOutput
+from framework.kafka.records import decode_record as kafka_record
 from framework.serde.codecs import decoder_for
-from framework.state.store import timer_key
-from framework.streaming.task import Runtime, TaskOutput, decode_timer, encode_timer
-from framework.testing import MemoryStateBackend, MemoryTimerBackend
 
 STATE, TIMER, RECORD, BAD = 0, 1, 2, 3
 """Kinds of rows a task receives, in the order it sorts them."""
@@ -93,20 +94,12 @@ def decode_record(
     pipeline: Pipeline, stream: str, key: bytes | None, value: bytes, timestamp: int,
     headers: Any, offset_id: str,
 ) -> Record:  # fmt: skip
-    """The record as the streaming side decodes it (key, value, `logwheel.id`, else
-    `topic/partition/offset`); BadRecord at stage "decode" if it cannot be read."""
+    """The record as the streaming side decodes it (`kafka.records.decode_record`), with the
+    stream's decoder made once per worker."""
     decode = _decoders.get((pipeline.name, stream))
     if decode is None:
         decode = _decoders[(pipeline.name, stream)] = decoder_for(pipeline.schema_of(stream))
-    try:
-        decoded = decode(value)
-        rid = None
-        for name, header in headers or ():
-            if name == ID_HEADER:
-                rid = bytes(header).decode()
-        return Record(key.decode() if key else "", decoded, timestamp, stream, rid or offset_id)
-    except Exception as error:
-        raise BadRecord("decode", str(error), error) from error
+    return kafka_record(decode, stream, key, value, timestamp, headers, offset_id)
 
 
 class Source:

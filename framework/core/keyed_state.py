@@ -12,7 +12,7 @@ they are what a failed call rolls back to.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from framework.errors import BadRecord
@@ -170,3 +170,20 @@ class KeyedState:
                 aside[key] = doc
             else:
                 del sealed[key]
+
+
+class MemoryStateBackend:
+    """Committed state documents, encoded as the changelog carries them."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, bytes] = {}
+
+    def load(self, key: str) -> bytes | None:
+        return self.docs.get(key)
+
+    def apply(self, changes: Iterable[tuple[str, bytes | None]]) -> None:
+        for key, raw in changes:
+            if raw is None:
+                self.docs.pop(key, None)
+            else:
+                self.docs[key] = raw

@@ -1,16 +1,20 @@
 """Pending timers of one task, both domains, one per (key, tag) (MillWheel §4.4, §5.3).
 
 The driver (executor) sets, cancels and pops due timers; the commit takes `changes()` against
-the committed view and writes them to the timer journal, then calls `committed()`.
+the committed view and writes them to the timer journal, then calls `committed()`. The
+journal's records (`timer_key`, `encode_timer`) and a committed view held in memory (the
+Harness's and the backfill's) live here too.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import json
 from collections.abc import Iterable, Iterator
 
 from framework.core.api import EVENT, PROCESSING, Timer
+from framework.serde.codecs import decoder_for, encoder_for
 
 
 class TimerService:
@@ -119,3 +123,43 @@ class TimerService:
             self._heaps[timer.domain].append((timer.time, key, tag, seq))
         for heap in self._heaps.values():
             heapq.heapify(heap)
+
+
+class MemoryTimerBackend:
+    """Committed pending timers, as the timer journal would carry them."""
+
+    def __init__(self) -> None:
+        self.timers: dict[tuple[str, str], Timer] = {}
+
+    def load_all(self) -> Iterable[tuple[str, Timer]]:
+        return [(key, timer) for (key, _), timer in self.timers.items()]
+
+    def apply(self, changes: Iterable[tuple[str, str, Timer | None]]) -> None:
+        for key, tag, timer in changes:
+            if timer is None:
+                self.timers.pop((key, tag), None)
+            else:
+                self.timers[(key, tag)] = timer
+
+
+_encode_timer = encoder_for("logwheel.TimerEntry")
+
+
+_decode_timer_entry = decoder_for("logwheel.TimerEntry")
+
+
+def encode_timer(key: str, tag: str, timer: Timer | None) -> bytes | None:
+    """A timer journal value (None: the timer is gone, a tombstone)."""
+    if timer is None:
+        return None
+    return _encode_timer({"key": key, "tag": tag, "time": timer.time, "domain": timer.domain})
+
+
+def decode_timer(raw: bytes) -> Timer:
+    entry = _decode_timer_entry(raw)
+    return Timer(entry["time"], entry["tag"], entry["domain"])
+
+
+def timer_key(key: str, tag: str) -> bytes:
+    """Kafka key of a timer journal record (and its RocksDB key): JSON `[key, tag]`."""
+    return json.dumps([key, tag], separators=(",", ":")).encode()

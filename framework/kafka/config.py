@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException
 
 from framework.errors import ConfigurationError
 
@@ -210,18 +209,3 @@ def unreachable(error: BaseException | KafkaError) -> bool:
     if isinstance(error, KafkaException) and error.args:
         error = error.args[0]
     return isinstance(error, KafkaError) and not error.fatal() and error.code() in _UNREACHABLE
-
-
-def watermark_offsets(
-    consumer: Consumer, tp: TopicPartition, timeout: float = 30
-) -> tuple[int, int]:
-    """(low, high) of `tp`, asked again while its leader is moving (a broker restarting, a
-    topic just created) until `timeout` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return consumer.get_watermark_offsets(tp, timeout)
-        except KafkaException as error:
-            if not unreachable(error) or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.1)

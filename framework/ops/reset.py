@@ -17,41 +17,19 @@ unless they are reset too.
 
 from __future__ import annotations
 
-import concurrent.futures
 import shutil
 import time
-from datetime import datetime
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import repartition_producer, task_producer
 from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
+from framework.kafka.groups import refuse_live_members
+from framework.kafka.reading import offset_at, parse_point
 from framework.kafka.topics import create_topics
-
-POINTS = ("earliest", "latest")
-_COORDINATOR_MOVING = (
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-)
-
-
-def parse_point(to: str) -> str | int:
-    """`earliest`, `latest`, or an ISO date-time as milliseconds since the epoch."""
-    if to in POINTS:
-        return to
-    try:
-        moment = datetime.fromisoformat(to)
-    except ValueError:
-        raise PipelineError(
-            f"--to {to!r}: use earliest, latest or an ISO date-time like 2026-11-21T12:00:00Z"
-        ) from None
-    if moment.tzinfo is None:
-        raise PipelineError(f"--to {to!r}: give a time zone, e.g. {to}Z or {to}+01:00")
-    return int(moment.timestamp() * 1000)
 
 
 def reset(
@@ -113,30 +91,6 @@ def _forget_marks(
         raise PipelineError(f"could not write to {spec.watermarks}: is the broker reachable?")
 
 
-def refuse_live_members(admin: AdminClient, spec: ComputationSpec, then: str = "reset") -> None:
-    """A configuration error naming the fix while the computation's group has live members:
-    moving its offsets or writing its state under running instances would race them."""
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            futures = admin.describe_consumer_groups([spec.group], request_timeout=20)
-            group = futures[spec.group].result(30)
-            break
-        except (KafkaException, concurrent.futures.TimeoutError) as error:
-            # a coordinator still loading or moving, a loaded broker: ask again
-            moving = isinstance(error, concurrent.futures.TimeoutError) or (
-                error.args[0].code() in _COORDINATOR_MOVING
-            )
-            if not moving or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-    if group.members:
-        raise PipelineError(
-            f"{spec.group} has {len(group.members)} live member(s): stop every `logwheel run` "
-            f"of it and wait out the session timeout (10 s), then {then}"
-        )
-
-
 def _plan(consumer: Consumer, spec: ComputationSpec, point: str | int) -> list[TopicPartition]:
     metadata = consumer.list_topics(timeout=30).topics
     offsets = []
@@ -150,17 +104,6 @@ def _plan(consumer: Consumer, spec: ComputationSpec, point: str | int) -> list[T
                 low, high = consumer.get_watermark_offsets(tp, 30)
                 offsets.append(TopicPartition(topic, p, offset_at(consumer, tp, where, low, high)))
     return offsets
-
-
-def offset_at(consumer: Consumer, tp: TopicPartition, where: str | int, low: int, high: int) -> int:
-    """The offset of `where` (earliest, latest or a time in ms) in `tp`, whose offsets run
-    from `low` to `high`: the first record at or after the time, else the end."""
-    if where == "earliest":
-        return low
-    if where == "latest":
-        return high
-    found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, where)], 30)[0]
-    return found.offset if found.offset >= 0 else high
 
 
 def _recreate(

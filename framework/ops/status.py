@@ -15,8 +15,9 @@ from rich.table import Table
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
 from framework.core.pipeline import ComputationSpec, Pipeline
-from framework.core.watermarks import WatermarkChannels, repartition_producer, task_producer
+from framework.core.watermarks import repartition_producer, task_producer
 from framework.kafka.config import client_config, consumer_config, reader_group
+from framework.streaming.channels import WatermarkChannels
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,6 @@ _CHECKPOINT = b"m:checkpoint"
 _TOPIC_IDS = b"m:topic-ids"
 
 
-def timer_key(key: str, tag: str) -> bytes:
-    """Kafka key of a timer journal record (and its RocksDB key): JSON `[key, tag]`."""
-    return json.dumps([key, tag], separators=(",", ":")).encode()
-
-
 class TaskStore:
     """RocksDB of one task; values are the exact bytes of the changelog / timer journal."""
 

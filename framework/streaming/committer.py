@@ -8,28 +8,22 @@ a transaction: outputs are flushed, then the offsets are committed.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from framework.core.clock import now_ms
 from framework.core.metrics import ABORTS, COMMIT_SECONDS, COMMITS
 from framework.core.pipeline import ComputationSpec
 from framework.core.watermarks import encode_mark
 from framework.errors import Rejoin
 from framework.kafka.collector import DATA_FAULTS, Collector
+from framework.kafka.groups import commit_metadata
 from framework.streaming.task import InputPartition, Task
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 60
-
-
-def commit_metadata(instance: str) -> str:
-    """What a commit of input offsets carries for `logwheel status`: when, and by whom."""
-    return json.dumps({"committed_at": now_ms(), "instance": instance})
 
 
 class Committer:

@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.metrics import REBALANCES
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
-from framework.core.watermarks import WatermarkChannels, partition_watermark
+from framework.core.watermarks import partition_watermark
 from framework.errors import BadRecord, Rejoin
 from framework.kafka.collector import Collector
 from framework.kafka.config import (
@@ -39,12 +39,14 @@ from framework.kafka.config import (
     unreachable,
 )
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
+from framework.kafka.output import Runtime
 from framework.kafka.topics import create_topics
 from framework.state.restore import Restorer
 from framework.state.tables import Tables
+from framework.streaming.channels import WatermarkChannels
 from framework.streaming.committer import Committer
 from framework.streaming.meter import Meter
-from framework.streaming.task import InputPartition, Runtime, Task
+from framework.streaming.task import InputPartition, Task
 from framework.streaming.task_manager import TaskManager
 
 log = logging.getLogger(__name__)

@@ -16,10 +16,10 @@ from typing import Any
 
 from confluent_kafka import Message
 
-from framework.core.api import MIN_TIME, Record, Timer, make_record
-from framework.core.dead_letters import ErrorPolicy
+from framework.core.api import MIN_TIME, Record
 from framework.core.executor import Executor
-from framework.core.pipeline import ComputationSpec, Input, Pipeline
+from framework.core.pipeline import Input
+from framework.core.timers import encode_timer, timer_key
 from framework.core.watermarks import (
     Mark,
     PartitionWatermark,
@@ -30,24 +30,11 @@ from framework.core.watermarks import (
     task_producer,
 )
 from framework.errors import BadRecord
-from framework.kafka.collector import ID_HEADER, Collector, Outgoing
-from framework.serde.codecs import decoder_for, encode_json, encoder_for
-from framework.state.store import TaskStore, timer_key
-
-_encode_timer = encoder_for("logwheel.TimerEntry")
-_decode_timer_entry = decoder_for("logwheel.TimerEntry")
-
-
-def encode_timer(key: str, tag: str, timer: Timer | None) -> bytes | None:
-    """A timer journal value (None: the timer is gone, a tombstone)."""
-    if timer is None:
-        return None
-    return _encode_timer({"key": key, "tag": tag, "time": timer.time, "domain": timer.domain})
-
-
-def decode_timer(raw: bytes) -> Timer:
-    entry = _decode_timer_entry(raw)
-    return Timer(entry["time"], entry["tag"], entry["domain"])
+from framework.kafka.collector import ID_HEADER
+from framework.kafka.output import Runtime, TaskOutput
+from framework.kafka.records import decode_record
+from framework.serde.codecs import decoder_for
+from framework.state.store import TaskStore
 
 
 @dataclass(eq=False)
@@ -83,46 +70,15 @@ class InputPartition:
     def record(self, msg: Message) -> Record:
         """The record `msg` carries; BadRecord (stage "decode") if its key, value or id
         header cannot be read."""
-        try:
-            value = self.decode(msg.value())
-            key = msg.key()
-            rid = None
-            headers = msg.headers()
-            if headers:
-                for name, header in headers:
-                    if name == ID_HEADER:
-                        rid = header.decode()
-            return make_record(
-                key.decode() if key else "",
-                value,
-                msg.timestamp()[1],
-                self.stream,
-                rid or self._id_prefix + str(msg.offset()),
-            )
-        except Exception as error:
-            raise BadRecord("decode", str(error), error) from error
-
-
-@dataclass
-class Runtime:
-    """What every task of one process shares."""
-
-    pipeline: Pipeline
-    spec: ComputationSpec
-    collector: Collector
-    partitions: dict[str, int]  # topic -> partition count, from the broker
-    policy: ErrorPolicy
-
-    def dead_letter(
-        self,
-        msg: Message | None,
-        error: BaseException,
-        stage: str,
-        fallback: tuple[bytes | None, bytes | None, int] = (None, None, 0),
-    ) -> None:
-        """A bad record: counted, and written to the dead-letter topic if the policy says so."""
-        if self.policy.admit(stage, error):
-            self.collector.dead_letter(self.spec.dlq, msg, error, stage, fallback)
+        return decode_record(
+            self.decode,
+            self.stream,
+            msg.key(),
+            msg.value(),
+            msg.timestamp()[1],
+            msg.headers(),
+            self._id_prefix + str(msg.offset()),
+        )
 
 
 class Task:
@@ -335,34 +291,3 @@ class KeyedTask(Task):
 
     def close(self) -> None:
         self.store.close()
-
-
-class TaskOutput:
-    """The executor's `Output` on Kafka: encodes and checks a hook call's productions against
-    the stream's schema and the broker's limits before the call counts as done."""
-
-    def __init__(self, runtime: Runtime) -> None:
-        self.rt = runtime
-        self.collector = runtime.collector
-        self.encoders = {s: encoder_for(schema) for s, schema in runtime.spec.outputs.items()}
-        self.source: Message | None = None  # the input record being processed, if any
-
-    def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Outgoing:
-        try:
-            payload = self.encoders[stream](value)
-            raw_key = key.encode()
-        except Exception as error:
-            raise BadRecord("encode", f"output to {stream!r}: {error}", error) from error
-        self.collector.limits.check(stream, raw_key, payload, timestamp)
-        return stream, raw_key, payload, -1, timestamp, [(ID_HEADER, record_id.encode())]
-
-    def produce_all(self, encoded: list[Outgoing]) -> None:
-        self.collector.send_all(encoded)
-
-    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
-        try:
-            fallback_value = encode_json(record.value)
-        except Exception:
-            fallback_value = repr(record.value).encode()
-        fallback = (record.key.encode(errors="replace"), fallback_value, record.timestamp)
-        self.rt.dead_letter(self.source, error, stage, fallback)

@@ -14,19 +14,15 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from framework.core.watermarks import Published, WatermarkChannels
+from framework.core.timers import decode_timer
+from framework.core.watermarks import Published
 from framework.errors import Rejoin
+from framework.kafka.output import Runtime
 from framework.state.restore import Restorer
 from framework.state.store import TaskStore
 from framework.state.tables import Tables
-from framework.streaming.task import (
-    InputPartition,
-    KeyedTask,
-    RepartitionTask,
-    Runtime,
-    Task,
-    decode_timer,
-)
+from framework.streaming.channels import WatermarkChannels
+from framework.streaming.task import InputPartition, KeyedTask, RepartitionTask, Task
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 30

@@ -11,8 +11,8 @@ from framework.kafka.config import (
     expand_env,
     java_settings,
     reader_group,
-    watermark_offsets,
 )
+from framework.kafka.reading import watermark_offsets
 from framework.streaming.launch import kafka_settings, spark_settings
 
 

@@ -8,7 +8,8 @@ from confluent_kafka import TopicPartition
 
 from framework.core.dead_letters import ErrorPolicy
 from framework.kafka.limits import TopicLimits
-from framework.streaming.task import KeyedTask, Runtime
+from framework.kafka.output import Runtime
+from framework.streaming.task import KeyedTask
 from framework.streaming.task_manager import TaskManager
 from jobs.wordcount import build
 

@@ -1,0 +1,49 @@
+"""Consumer groups as logwheel uses them: what a commit of offsets carries, and refusing to
+move a group's offsets or write its state while the group has live members."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import time
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from framework.core.clock import now_ms
+from framework.core.pipeline import ComputationSpec, PipelineError
+
+_COORDINATOR_MOVING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
+
+
+def refuse_live_members(admin: AdminClient, spec: ComputationSpec, then: str = "reset") -> None:
+    """A configuration error naming the fix while the computation's group has live members:
+    moving its offsets or writing its state under running instances would race them."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            futures = admin.describe_consumer_groups([spec.group], request_timeout=20)
+            group = futures[spec.group].result(30)
+            break
+        except (KafkaException, concurrent.futures.TimeoutError) as error:
+            # a coordinator still loading or moving, a loaded broker: ask again
+            moving = isinstance(error, concurrent.futures.TimeoutError) or (
+                error.args[0].code() in _COORDINATOR_MOVING
+            )
+            if not moving or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    if group.members:
+        raise PipelineError(
+            f"{spec.group} has {len(group.members)} live member(s): stop every `logwheel run` "
+            f"of it and wait out the session timeout (10 s), then {then}"
+        )
+
+
+def commit_metadata(instance: str) -> str:
+    """What a commit of input offsets carries for `logwheel status`: when, and by whom."""
+    return json.dumps({"committed_at": now_ms(), "instance": instance})

@@ -1,0 +1,39 @@
+"""A Kafka record as a computation sees it: the one decoding rule that the streaming tasks
+and the backfill's Spark tasks share, so that both hand a hook the same `Record`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from framework.core.api import Record, make_record
+from framework.errors import BadRecord
+from framework.kafka.collector import ID_HEADER
+
+Headers = Iterable[tuple[str, bytes | bytearray | None]] | None
+
+
+def decode_record(
+    decode: Callable[[bytes], Any],
+    stream: str,
+    key: bytes | None,
+    value: bytes | None,
+    timestamp: int,
+    headers: Headers,
+    offset_id: str,
+) -> Record:
+    """The record of `stream` a Kafka record carries: its key (UTF-8, "" when absent), its
+    value decoded, its id (the `logwheel.id` header, else `offset_id`, "topic/partition/offset");
+    BadRecord at stage "decode" when any of them cannot be read."""
+    try:
+        decoded = decode(value)
+        rid = None
+        if headers:
+            for name, header in headers:
+                if name == ID_HEADER:
+                    rid = header.decode()
+        return make_record(
+            key.decode() if key else "", decoded, timestamp, stream, rid or offset_id
+        )
+    except Exception as error:
+        raise BadRecord("decode", str(error), error) from error
