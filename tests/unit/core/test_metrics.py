@@ -11,7 +11,7 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 
 import framework.core.metrics as metrics
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 BOUNDED = {"computation", "stream", "topic", "partition", "stage", "reason", "kind"}
 
 

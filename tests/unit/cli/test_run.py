@@ -27,7 +27,7 @@ def run(capsys, *args: str) -> tuple[int, list[str]]:
 
 
 def test_computation_that_cannot_be_created(capsys, tmp_path):
-    code, err = run(capsys, "tests.unit.test_cli_run:broken", "--state-dir", str(tmp_path))
+    code, err = run(capsys, "tests.unit.cli.test_run:broken", "--state-dir", str(tmp_path))
     assert code == 1
     assert len(err) == 1 and "cannot be created (ValueError: no model file)" in err[0]
 
@@ -36,9 +36,9 @@ def test_computation_that_cannot_be_created(capsys, tmp_path):
     ("ref", "says"),
     [
         ("no_such_module:pipeline", "cannot import 'no_such_module'"),
-        ("tests.unit.test_cli_run", "must be MODULE:ATTR"),
-        ("tests.unit.test_cli_run:Broken", "is not a logwheel Pipeline"),
-        ("tests.unit.test_cli_run:broken --computation nope", "has no computation 'nope'"),
+        ("tests.unit.cli.test_run", "must be MODULE:ATTR"),
+        ("tests.unit.cli.test_run:Broken", "is not a logwheel Pipeline"),
+        ("tests.unit.cli.test_run:broken --computation nope", "has no computation 'nope'"),
     ],
 )
 def test_bad_references(capsys, tmp_path, ref, says):
@@ -47,7 +47,7 @@ def test_bad_references(capsys, tmp_path, ref, says):
 
 
 def test_a_commit_interval_that_is_not_positive(capsys, tmp_path):
-    args = ("tests.unit.test_cli_run:broken", "--state-dir", str(tmp_path))
+    args = ("tests.unit.cli.test_run:broken", "--state-dir", str(tmp_path))
     code, err = run(capsys, *args, "--commit-interval-ms", "0")
     assert code == 1
     assert len(err) == 1 and "--commit-interval-ms 0: give milliseconds > 0" in err[0]

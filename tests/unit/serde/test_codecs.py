@@ -47,7 +47,7 @@ AVRO_VECTORS = [
     ),
 ]
 
-REPO_SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+REPO_SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 
 SAMPLES = {
     "logwheel.Watermark": {
