@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from rich.progress import Progress
 
 from changelog.store import MemoryRows, RocksRows
-from framework.kafka.config import consumer_config, unreachable
-from framework.kafka.reading import watermark_offsets
+from framework.kafka.config import consumer_config
+from framework.kafka.reading import Ends, read_to_end, records
 from framework.serde.codecs import default_schemas
 
 __all__ = ["ChangelogTable"]
@@ -57,41 +57,26 @@ class ChangelogTable:
         `progress` is True)."""
         if progress is None:
             progress = sys.stderr.isatty()
-        watermarks = {
-            p: watermark_offsets(self._consumer, TopicPartition(self.topic, p))
-            for p in self._partitions
-        }
-        ends = {p: high for p, (_, high) in watermarks.items()}
-        start = {p: max(self._rows.positions.get(p, 0), low) for p, (low, _) in watermarks.items()}
-        pending = {p for p in self._partitions if ends[p] > start[p]}
-        total = sum(ends[p] - start[p] for p in pending)
+        ends = Ends(self._consumer)
+        positions = {(self.topic, p): o for p, o in self._rows.positions.items()}
+        ends.add([(self.topic, p) for p in self._partitions], positions)
         read = self.read
         with Progress(disable=not progress, transient=True) as bar:
-            task = bar.add_task(f"reading {self.topic}", total=total or 1)
-            while pending:
-                msgs = self._consumer.consume(5000, 0.1)
-                for msg in msgs:
-                    err = msg.error()
-                    if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(msg.partition())
-                    elif err is not None and not unreachable(err):
-                        raise KafkaException(err)  # a leader moving passes; the client retries
+            task = bar.add_task(f"reading {self.topic}", total=ends.backlog or 1)
+
+            def apply(msgs: list) -> None:
                 self._apply(msgs)
-                # positions count transaction markers, which no message reports
-                tps = [TopicPartition(self.topic, p) for p in pending]
-                for tp in self._consumer.position(tps) if tps else ():
-                    if tp.offset >= ends[tp.partition]:
-                        pending.discard(tp.partition)
                 bar.update(task, completed=self.read - read)
+
+            read_to_end(ends, apply)
         return self
 
     def _apply(self, msgs: list) -> list[tuple[str, Any, Any]]:
         changes, positions = [], {}
         for msg in msgs:
-            if msg.error() is None:
-                key = msg.key().decode() if msg.key() is not None else ""
-                changes.append((key, msg.value()))
-                positions[msg.partition()] = msg.offset() + 1
+            key = msg.key().decode() if msg.key() is not None else ""
+            changes.append((key, msg.value()))
+            positions[msg.partition()] = msg.offset() + 1
         self.read += len(changes)
         return self._rows.apply(changes, positions) if changes else []
 
@@ -113,7 +98,7 @@ class ChangelogTable:
         Ends after `idle_timeout` seconds without a change, if given."""
         last = time.monotonic()
         while idle_timeout is None or time.monotonic() - last < idle_timeout:
-            changes = self._apply(self._consumer.consume(1000, 0.5))
+            changes = self._apply(records(self._consumer.consume(1000, 0.5)))
             if changes:
                 last = time.monotonic()
                 yield from changes

@@ -5,6 +5,8 @@ each kind names the reaction, so the code that catches it needs no case analysis
 
 - `ConfigurationError`: the user must change something; the CLI prints the message, one line
   that names the fix, and exits 1. Raised at start, never mid-run.
+- `Retry`: the cluster could not be reached, or was between leaders or coordinators (a broker
+  down or restarting); wait and run the same step again.
 - `Rejoin`: this membership of the consumer group cannot go on (partitions lost, producer
   fenced, a commit that cannot be aborted); close the clients and join again.
 - `TaskCorrupted`: a task's local store contradicts the log (a checkpoint beyond the
@@ -23,6 +25,10 @@ class LogwheelError(Exception):
 
 class ConfigurationError(LogwheelError, ValueError):
     """Bad configuration; the message is one line that names the fix."""
+
+
+class Retry(LogwheelError):
+    """A passing failure to reach the cluster: wait, then run the same step again."""
 
 
 class Rejoin(LogwheelError):

@@ -17,14 +17,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import Published, decode_mark, partition_watermark, task_producer
 from framework.kafka.config import consumer_config, producer_config, reader_group
-from framework.kafka.reading import offset_at, parse_point
+from framework.kafka.reading import Ends, offset_at, parse_point, read_to_end
 from framework.kafka.topics import COMPACT, TopicSpec
 
 PLAN_KEY = "plan"
@@ -115,32 +115,20 @@ def read_compacted(
     `reader` is the consumer's group id (`kafka.reader_group`)."""
     consumer = Consumer(consumer_config(bootstrap, reader=reader, extra=kafka))
     latest: dict[str, bytes] = {}
-    try:
-        tp = TopicPartition(topic, 0, OFFSET_BEGINNING)
-        low, end = consumer.get_watermark_offsets(tp, 30)
-        if end <= low:
-            return latest
-        consumer.assign([tp])
-        while True:
-            msg = consumer.poll(1.0)
-            if msg is None:
-                position = consumer.position([tp])[0].offset
-                if position >= end:
-                    break
-                continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    break
-                raise PipelineError(f"cannot read {topic}: {msg.error()}")
-            if msg.offset() >= end:
-                break
+
+    def apply(msgs: list) -> None:
+        for msg in msgs:
             key = msg.key().decode() if msg.key() else ""
             if msg.value() is None:
                 latest.pop(key, None)
             else:
                 latest[key] = msg.value()
-            if msg.offset() + 1 >= end:
-                break
+
+    try:
+        ends = Ends(consumer)
+        ends.add([(topic, 0)])
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        read_to_end(ends, apply)
     finally:
         consumer.close()
     return latest

@@ -13,8 +13,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
-
 from framework.errors import ConfigurationError
 
 _REFERENCE = re.compile(r"\$(?:(\$)|\{([^}]*)\}|(\{))")
@@ -181,31 +179,3 @@ def java_settings(settings: Mapping[str, Any]) -> dict[str, str]:
     if java.get("ssl.endpoint.identification.algorithm") == "none":
         java["ssl.endpoint.identification.algorithm"] = ""
     return java
-
-
-_UNREACHABLE = {
-    KafkaError._TRANSPORT,
-    KafkaError._TIMED_OUT,
-    KafkaError._ALL_BROKERS_DOWN,
-    KafkaError._RESOLVE,
-    KafkaError._DESTROY_BROKER,  # a broker's connection torn down while it restarts
-    KafkaError._UNKNOWN_PARTITION,  # metadata not yet refreshed after a broker restart
-    KafkaError.REQUEST_TIMED_OUT,
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.BROKER_NOT_AVAILABLE,
-}
-
-
-def unreachable(error: BaseException | KafkaError) -> bool:
-    """Whether `error` (raised, or a message's error) says the cluster could not be reached or
-    was between leaders (a broker down or restarting): that passes, so the caller waits and
-    tries again, where a configuration error or a fenced producer would not."""
-    if isinstance(error, TimeoutError):
-        return True
-    if isinstance(error, KafkaException) and error.args:
-        error = error.args[0]
-    return isinstance(error, KafkaError) and not error.fatal() and error.code() in _UNREACHABLE

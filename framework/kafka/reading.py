@@ -1,14 +1,17 @@
-"""Reading topics: where a point in a partition lies, and where a partition ends."""
+"""Reading topics: where a point in a partition lies, where a partition ends, and reading
+partitions to their end — the one way every reader of a journal, table, channel or plan
+knows it has read everything there is."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from framework.core.pipeline import PipelineError
-from framework.kafka.config import unreachable
+from framework.kafka.errors import Unreachable, check, reaching_kafka
 
 POINTS = ("earliest", "latest")
 
@@ -47,8 +50,101 @@ def watermark_offsets(
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return consumer.get_watermark_offsets(tp, timeout)
-        except KafkaException as error:
-            if not unreachable(error) or time.monotonic() >= deadline:
+            with reaching_kafka():
+                return consumer.get_watermark_offsets(tp, timeout)
+        except Unreachable:
+            if time.monotonic() >= deadline:
                 raise
             time.sleep(0.1)
+
+
+Partition = tuple[str, int]
+
+
+def records(msgs: Iterable[Message]) -> list[Message]:
+    """The messages that carry records; end-of-partition events and passing errors dropped,
+    any other error raised (`errors.check`)."""
+    out = []
+    for msg in msgs:
+        err = msg.error()
+        if err is None:
+            out.append(msg)
+        elif err.code() != KafkaError._PARTITION_EOF:
+            check(err)
+    return out
+
+
+class Ends:
+    """Whether a consumer has read a set of partitions to their end.
+
+    A partition's end is where the broker said it ended when it was added (read_committed: the
+    last stable offset). It is reached when the consumer reports the partition's end
+    (`enable.partition.eof`), hands over the record before it, or has a position past it — a
+    transaction's marker takes an offset that no message reports.
+    """
+
+    def __init__(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+        self.ends: dict[Partition, int] = {}
+        self.pending: set[Partition] = set()
+        self.backlog = 0  # records (and markers) between the starts and the ends
+
+    def add(self, partitions: Iterable[Partition], starts: Mapping[Partition, int] = {}) -> None:
+        """Read these partitions to where they end now, from `starts` (else their start)."""
+        for topic, partition in partitions:
+            low, high = watermark_offsets(self.consumer, TopicPartition(topic, partition))
+            self.ends[(topic, partition)] = high
+            start = max(low, starts.get((topic, partition), low))
+            if high > start:
+                self.pending.add((topic, partition))
+                self.backlog += high - start
+
+    def remove(self, partitions: Iterable[Partition]) -> None:
+        for tp in partitions:
+            self.ends.pop(tp, None)
+            self.pending.discard(tp)
+
+    @property
+    def done(self) -> bool:
+        return not self.pending
+
+    def records(self, msgs: Iterable[Message]) -> list[Message]:
+        """`records(msgs)`, noting the partitions whose end they reach."""
+        out, pending = [], self.pending
+        for msg in msgs:
+            err = msg.error()
+            if err is None:
+                out.append(msg)
+                tp = (msg.topic(), msg.partition())
+                if tp in pending and msg.offset() + 1 >= self.ends[tp]:
+                    pending.discard(tp)
+            elif err.code() == KafkaError._PARTITION_EOF:
+                pending.discard((msg.topic(), msg.partition()))
+            else:
+                check(err)
+        return out
+
+    def check_positions(self) -> None:
+        """Partitions whose position has passed their end (past a transaction's marker)."""
+        if self.pending:
+            for tp in self.consumer.position([TopicPartition(*tp) for tp in self.pending]):
+                if tp.offset >= self.ends[(tp.topic, tp.partition)]:
+                    self.pending.discard((tp.topic, tp.partition))
+
+
+def read_to_end(
+    ends: Ends,
+    apply: Callable[[list[Message]], None],
+    *,
+    timeout: float | None = None,
+    batch: int = 5000,
+) -> None:
+    """Consume until every partition of `ends` is read to its end, handing each batch's
+    records to `apply`; `Unreachable` if that takes longer than `timeout` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    consumer = ends.consumer
+    while not ends.done:
+        if deadline is not None and time.monotonic() > deadline:
+            raise Unreachable(f"{sorted(ends.pending)} not read to their end in {timeout:.0f} s")
+        apply(ends.records(consumer.consume(batch, 0.1)))
+        ends.check_positions()

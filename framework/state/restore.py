@@ -17,11 +17,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from framework.core.metrics import RESTORE_SECONDS, RESTORED_RECORDS
 from framework.core.pipeline import ComputationSpec
 from framework.errors import TaskCorrupted
+from framework.kafka.reading import Ends, watermark_offsets
 from framework.state.store import TaskStore
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,6 @@ _BATCH = 5_000
 @dataclass
 class _Progress:
     store: TaskStore
-    pending: set[str]  # journal topics not yet read to their end
     standby: bool = False  # followed until removed, never done
     started: float = field(default_factory=time.monotonic)
     applied: int = 0
@@ -46,6 +46,7 @@ class Restorer:
         self.topic_ids = topic_ids
         self.journals = {spec.changelog: "changelog", spec.timers: "timers"}
         self._tasks: dict[int, _Progress] = {}
+        self._ends = Ends(consumer)
         self._reported = time.monotonic()
 
     def add(self, partition: int, store: TaskStore, *, standby: bool = False) -> None:
@@ -58,7 +59,15 @@ class Restorer:
             store.wipe()
             checkpoint = {}
         store.set_topic_ids(self.topic_ids)
-        self._tasks[partition] = _Progress(store, set(self.journals), standby=standby)
+        self._tasks[partition] = _Progress(store, standby=standby)
+        if not standby:
+            self._ends.add(
+                [(topic, partition) for topic in self.journals],
+                {
+                    (topic, partition): checkpoint.get(name, 0)
+                    for topic, name in self.journals.items()
+                },
+            )
         self.consumer.incremental_assign(
             [
                 TopicPartition(topic, partition, checkpoint.get(name, OFFSET_BEGINNING))
@@ -72,7 +81,7 @@ class Restorer:
         if known and known != self.topic_ids:
             raise TaskCorrupted(partition, "its journal topics were deleted and created again")
         for topic, name in self.journals.items():
-            _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, partition), 30)
+            _, high = watermark_offsets(self.consumer, TopicPartition(topic, partition))
             if checkpoint.get(name, 0) > high:
                 raise TaskCorrupted(
                     partition,
@@ -96,16 +105,10 @@ class Restorer:
     def step(self, timeout: float = 0.0) -> list[tuple[int, TaskStore]]:
         """Apply one batch; returns the tasks that are now restored."""
         changes: dict[int, tuple[list, list, dict[str, int]]] = {}
-        for msg in self.consumer.consume(_BATCH, timeout):
-            err, p = msg.error(), msg.partition()
-            task = self._tasks.get(p)
-            if task is None:
+        for msg in self._ends.records(self.consumer.consume(_BATCH, timeout)):
+            p = msg.partition()
+            if p not in self._tasks:
                 continue
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    task.pending.discard(msg.topic())
-                    continue
-                raise KafkaException(err)
             states, timers, offsets = changes.setdefault(p, ([], [], {}))
             (states if msg.topic() == self.spec.changelog else timers).append(
                 (msg.key(), msg.value())
@@ -115,8 +118,10 @@ class Restorer:
             task = self._tasks[p]
             task.store.apply(states, timers, offsets)
             task.applied += len(states) + len(timers)
+        self._ends.check_positions()
         self._report()
-        done = [(p, t) for p, t in self._tasks.items() if not t.pending and not t.standby]
+        pending = {p for _, p in self._ends.pending}
+        done = [(p, t) for p, t in self._tasks.items() if p not in pending and not t.standby]
         for p, task in done:
             del self._tasks[p]
             self._unassign(p)
@@ -144,6 +149,7 @@ class Restorer:
                 log.info("%s task %d: restoring, %d records so far", group, p, task.applied)
 
     def _unassign(self, partition: int) -> None:
+        self._ends.remove((topic, partition) for topic in self.journals)
         self.consumer.incremental_unassign(
             [TopicPartition(topic, partition) for topic in self.journals]
         )

@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from rocksdict import Options, Rdict, WriteBatch
 
 from framework.core.pipeline import ComputationSpec
+from framework.kafka.reading import Ends, read_to_end, records, watermark_offsets
 from framework.serde.codecs import default_schemas
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ class Tables:
         for name, topic in self.spec.tables.items():
             path = self.state_dir / f"task-{partition}" / "tables" / name
             replica = self._replicas[(topic, partition)] = _Replica(name, topic, partition, path)
-            low, _ = self.consumer.get_watermark_offsets(TopicPartition(topic, partition), 30)
+            low, _ = watermark_offsets(self.consumer, TopicPartition(topic, partition))
             if replica.position < low:  # new, or the log's start moved past it
                 replica.apply([], low)
             replicas.append(replica)
@@ -114,50 +115,32 @@ class Tables:
 
     def sync(self, partitions: Iterable[int]) -> None:
         """Read the tables of `partitions` at least to the end offsets the broker reports now
-        (read_committed: the last stable offset)."""
-        targets = {}
-        for p in partitions:
-            for topic in self.spec.tables.values():
-                replica = self._replicas.get((topic, p))
-                if replica is not None:
-                    _, high = self.consumer.get_watermark_offsets(
-                        TopicPartition(topic, p), _TIMEOUT_S
-                    )
-                    targets[(topic, p)] = high
-        deadline = time.monotonic() + _TIMEOUT_S
-        while any(self._replicas[tp].position < high for tp, high in targets.items()):
-            if time.monotonic() > deadline:
-                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "table read timed out"))
-            self.step(0.05)
-            self._skip_markers(targets)
+        (read_committed: the last stable offset); `Unreachable` after `_TIMEOUT_S`."""
+        ends = Ends(self.consumer)
+        wanted = [(t, p) for p in partitions for t in self.spec.tables.values()]
+        ends.add(
+            [tp for tp in wanted if tp in self._replicas],
+            {tp: self._replicas[tp].position for tp in wanted if tp in self._replicas},
+        )
+        read_to_end(ends, self._apply, timeout=_TIMEOUT_S, batch=1000)
+        for tp, end in ends.ends.items():  # past transaction markers no record reports
+            if self._replicas[tp].position < end:
+                self._replicas[tp].apply([], end)
 
     def step(self, timeout: float = 0.0) -> None:
         """Apply what has arrived (following the tables between batches)."""
+        self._apply(records(self.consumer.consume(1000, timeout)))
+
+    def _apply(self, msgs: list) -> None:
         changes: dict[tuple[str, int], list[tuple[bytes, bytes | None]]] = {}
         positions: dict[tuple[str, int], int] = {}
-        for msg in self.consumer.consume(1000, timeout):
-            err = msg.error()
-            if err is not None:
-                if err.code() != KafkaError._PARTITION_EOF:
-                    log.warning("%s: reading a table: %s", self.spec.group, err)
-                continue
+        for msg in msgs:
             tp = (msg.topic(), msg.partition())
             if tp in self._replicas and msg.key() is not None:
                 changes.setdefault(tp, []).append((msg.key(), msg.value()))
                 positions[tp] = msg.offset() + 1
         for tp, position in positions.items():
             self._replicas[tp].apply(changes[tp], position)
-
-    def _skip_markers(self, targets: dict[tuple[str, int], int]) -> None:
-        """A transaction marker at the end is not a record: take positions from the consumer."""
-        replicas = self._replicas
-        behind = [
-            TopicPartition(*tp) for tp, high in targets.items() if replicas[tp].position < high
-        ]
-        for tp in self.consumer.position(behind):
-            replica = self._replicas[(tp.topic, tp.partition)]
-            if tp.offset > replica.position:
-                replica.apply([], tp.offset)
 
     def close(self) -> None:
         for replica in self._replicas.values():

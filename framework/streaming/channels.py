@@ -4,13 +4,14 @@ read by every process whose inputs that computation writes (invariant 4's readin
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from framework.core.dead_letters import undecodable
 from framework.core.watermarks import Mark, Published, decode_mark
+from framework.kafka.errors import Unreachable
+from framework.kafka.reading import Ends, read_to_end, records
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,6 @@ class WatermarkChannels:
     def __init__(self, config: dict) -> None:
         self._consumer = Consumer(config)
         self._topics: set[str] = set()
-        self._at_end: dict[str, bool] = {}
         self._latest: dict[str, Mark] = {}
         self._listeners: dict[str, list[Published]] = {}
 
@@ -36,24 +36,18 @@ class WatermarkChannels:
         """Read every followed channel to its end (its last stable offset: an injector's open
         transaction is not waited for), so a task taking over a partition continues from its
         previous owner's last mark."""
-        deadline = time.monotonic() + timeout
-        while not all(self._at_end.get(t) for t in self._topics):
-            if time.monotonic() > deadline:
-                log.warning("watermark channels not read to their end in %.0fs", timeout)
-                return
-            self._poll(0.05)
+        ends = Ends(self._consumer)
+        ends.add((t, 0) for t in self._topics)
+        try:
+            read_to_end(ends, self._apply, timeout=timeout, batch=1000)
+        except Unreachable:
+            log.warning("watermark channels not read to their end in %.0fs", timeout)
 
     def poll(self) -> None:
-        self._poll(0)
+        self._apply(records(self._consumer.consume(1000, 0)))
 
-    def _poll(self, timeout: float) -> None:
-        for msg in self._consumer.consume(1000, timeout):
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    self._at_end[msg.topic()] = True
-                continue
-            self._at_end[msg.topic()] = False
+    def _apply(self, msgs: list) -> None:
+        for msg in msgs:
             if msg.value() is None:  # the producer's event time was reset
                 self._latest.pop(f"{msg.topic()}|{msg.key().decode(errors='replace')}", None)
                 continue

@@ -12,6 +12,7 @@ from framework.kafka.config import (
     java_settings,
     reader_group,
 )
+from framework.kafka.errors import Unreachable
 from framework.kafka.reading import watermark_offsets
 from framework.streaming.launch import kafka_settings, spark_settings
 
@@ -124,5 +125,5 @@ def test_watermark_offsets_wait_out_a_moving_leader_and_nothing_else():
     assert watermark_offsets(_MovingLeader(2), tp) == (0, 7)
     with pytest.raises(KafkaException):
         watermark_offsets(_MovingLeader(1, KafkaError.TOPIC_AUTHORIZATION_FAILED), tp)
-    with pytest.raises(KafkaException):
+    with pytest.raises(Unreachable):
         watermark_offsets(_MovingLeader(1000), tp, timeout=0.3)

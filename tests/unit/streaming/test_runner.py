@@ -9,10 +9,9 @@ import threading
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
 
+import framework.streaming.member as member_module
 import framework.streaming.runner as runner_module
 from framework import Computation, Pipeline
-from framework.errors import Rejoin
-from framework.kafka.config import unreachable
 from framework.streaming.runner import Runner
 
 
@@ -29,17 +28,6 @@ def _down() -> KafkaException:
     return KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
 
 
-def test_unreachable_tells_a_passing_outage_from_a_real_error():
-    assert unreachable(_down())
-    assert unreachable(KafkaException(KafkaError(KafkaError.NOT_COORDINATOR)))
-    assert unreachable(KafkaException(KafkaError(KafkaError._DESTROY_BROKER)))
-    assert unreachable(KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)))
-    assert unreachable(TimeoutError("topics have no partition leaders"))
-    assert not unreachable(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
-    assert not unreachable(KafkaException(KafkaError(KafkaError._TRANSPORT, fatal=True)))
-    assert not unreachable(ValueError("bad config"))
-
-
 class FakeMember:
     """Stands in for a group membership: counts joins, ends the run on the last."""
 
@@ -47,7 +35,7 @@ class FakeMember:
     fail_joins = 0
     fail_runs = 0
 
-    def __init__(self, runner, partitions, instance):
+    def __init__(self, *args, **kwargs):
         if FakeMember.fail_joins:
             FakeMember.fail_joins -= 1
             raise _down()
@@ -73,8 +61,9 @@ def test_start_and_rejoin_wait_for_the_broker(tmp_path, monkeypatch):
             raise _down()
 
     monkeypatch.setattr(runner_module, "create_topics", create_topics)
-    monkeypatch.setattr(Runner, "_partition_counts", lambda self: {"in": 4})
+    monkeypatch.setattr(runner_module, "partition_counts", lambda *args: {"in": 4})
     monkeypatch.setattr(runner_module, "Member", FakeMember)
+    monkeypatch.setattr(Runner, "_loop", lambda self, member, stop: member.run(stop))
     monkeypatch.setattr(runner_module.time, "sleep", lambda s: None)
     FakeMember.joins, FakeMember.fail_joins, FakeMember.fail_runs = 0, 2, 1
     stop = threading.Event()
@@ -131,7 +120,7 @@ class Recorder:
 
 
 def _member(calls: list):
-    member = object.__new__(runner_module.Member)
+    member = object.__new__(member_module.Member)
     member.spec = _pipeline()["c"]
     member.committer = Recorder(calls, "committer")
     member.consumer = Recorder(calls, "consumer")
@@ -180,11 +169,3 @@ def test_records_go_to_their_task_a_run_of_one_partition_at_a_time():
     ]
     runner_module._handle_runs(msgs, routes)
     assert task.runs == [("a0", [5, 6, 7]), ("a1", [3]), ("b0", [9]), ("a0", [8]), ("a0", [9])]
-
-
-def test_a_fatal_consumer_event_ends_the_membership():
-    """A static member fenced by another with its instance id gets a _FATAL event (found by the
-    seeded chaos run: the process idled forever instead of rejoining)."""
-    with pytest.raises(Rejoin):
-        runner_module._check(KafkaError(KafkaError._FATAL, "fenced by another instance"))
-    runner_module._check(KafkaError(KafkaError._PARTITION_EOF))  # not an error: goes on

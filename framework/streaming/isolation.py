@@ -1,0 +1,86 @@
+"""Finding the one input record whose output the broker refuses for its content, so that it
+goes to the dead-letter topic and the rest of the input flows (invariant 7).
+
+A refused commit is aborted and re-run. First the topics' limits are read again (they may
+have changed since the start): the checks before producing then catch the offending hook
+call. If it happens again, records are re-run one per commit until the one whose commit is
+refused is found; it is dead-lettered from then on.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from confluent_kafka import KafkaError, Message
+from confluent_kafka.admin import AdminClient
+
+from framework.errors import BadRecord
+from framework.kafka.collector import Collector
+from framework.kafka.errors import group_event
+from framework.kafka.limits import read_limits
+from framework.kafka.output import Runtime
+from framework.streaming.task import InputPartition, Task
+
+log = logging.getLogger(__name__)
+Routes = dict[tuple[str, int], tuple[Task, InputPartition]]
+
+
+class Isolation:
+    """The refused-record search of one membership."""
+
+    def __init__(self, runtime: Runtime, admin: AdminClient) -> None:
+        self.rt = runtime
+        self.collector: Collector = runtime.collector
+        self.admin = admin
+        self.refusals = 0  # consecutive commits the broker refused for a record's content
+        self.isolating = False  # one input record per commit, to find the one refused
+        self.handled: list[tuple[str, int, int]] = []  # input records since the last commit
+
+    @property
+    def active(self) -> bool:
+        """Whether records go through `handle` (one at a time) instead of in runs."""
+        return self.isolating or bool(self.collector.poisoned)
+
+    def handle(self, msgs: list[Message], routes: Routes) -> None:
+        """Each record's position is kept, and an isolated one is dead-lettered instead of
+        run."""
+        poisoned = self.collector.poisoned
+        for msg in msgs:
+            err = msg.error()
+            if err is not None:
+                group_event(err)
+                continue
+            route = routes.get((msg.topic(), msg.partition()))
+            if route is None:
+                continue
+            position = (msg.topic(), msg.partition(), msg.offset())
+            self.handled.append(position)
+            if position in poisoned:
+                self.rt.dead_letter(msg, BadRecord("produce", poisoned[position]), "produce")
+                route[1].consumed(msg)
+            else:
+                route[0].handle(msg, route[1])
+
+    def committed(self, ok: bool, refusal: KafkaError | None) -> None:
+        """What the commit of the records handled since the last one came to."""
+        handled, self.handled = self.handled, []
+        if ok:
+            self.refusals = 0
+            self.isolating = self.isolating and bool(handled)
+        elif refusal is not None:
+            self._refused(handled, f"the broker refused its output: {refusal.str()}")
+
+    def _refused(self, handled: list[tuple[str, int, int]], reason: str) -> None:
+        group = self.rt.spec.group
+        self.refusals += 1
+        if self.isolating and len(handled) == 1:
+            self.collector.poisoned[handled[0]] = reason
+            log.warning("%s: isolated the record at %s: %s", group, handled[0], reason)
+        elif self.refusals == 1:
+            limits = self.collector.limits
+            self.collector.limits = read_limits(
+                self.admin, limits.limits, limits.producer_max_bytes
+            )
+        else:
+            self.isolating = True
+            log.warning("%s: %s; re-running one record per commit", group, reason)
