@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from framework.kafka.config import java_settings
+from framework.backfill.session import kafka_source
 from framework.serde.codecs import default_schemas
 
 
@@ -18,17 +18,14 @@ def read_snapshot(spark: Any, topic: str, *, bootstrap: str, kafka: dict | None 
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    reader = (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
+    records = (
+        kafka_source(spark, bootstrap, kafka)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
-        .option("kafka.isolation.level", "read_committed")
+        .load()
+        .where(F.col("key").isNotNull())
     )
-    for key, value in java_settings(kafka or {}).items():  # Spark's is the Java client
-        reader = reader.option(f"kafka.{key}", value)
-    records = reader.load().where(F.col("key").isNotNull())
     newest = Window.partitionBy("key").orderBy(F.col("partition").desc(), F.col("offset").desc())
     latest = (
         records.withColumn("_rank", F.row_number().over(newest))

@@ -4,12 +4,11 @@ table resumes from them and reads only the tail."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rocksdict import Options, Rdict, WriteBatch
+from framework.state.rocks import open_raw, read_json, write_with_position
 
 _ROW = b"r"
 _POSITIONS = b"p:positions"
@@ -52,20 +51,17 @@ class RocksRows:
     """Raw rows in RocksDB, decoded on read; positions saved with every batch."""
 
     def __init__(self, path: Path, decode: Callable[[bytes], Any]) -> None:
-        path.mkdir(parents=True, exist_ok=True)
         self._decode = decode
-        self._db = Rdict(str(path), options=Options(raw_mode=True))
-        raw = self._db.get(_POSITIONS)
-        self.positions: dict[int, int] = {} if raw is None else {
-            int(p): o for p, o in json.loads(raw).items()
-        }  # fmt: skip
+        self._db = open_raw(path)
+        saved = read_json(self._db, _POSITIONS, {})
+        self.positions: dict[int, int] = {int(p): o for p, o in saved.items()}
 
     def get(self, key: str) -> Any:
         raw = self._db.get(_ROW + key.encode())
         return None if raw is None else self._decode(raw)
 
     def apply(self, changes: list[tuple[str, bytes | None]], positions: dict[int, int]) -> list:
-        out, batch = [], WriteBatch(raw_mode=True)
+        out = []
         pending: dict[bytes, bytes | None] = {}
         for key, raw in changes:
             row = _ROW + key.encode()
@@ -73,13 +69,8 @@ class RocksRows:
             pending[row] = raw
             out.append((key, None if before is None else self._decode(before),
                         None if raw is None else self._decode(raw)))  # fmt: skip
-            if raw is None:
-                batch.delete(row)
-            else:
-                batch.put(row, raw)
         self.positions.update(positions)
-        batch.put(_POSITIONS, json.dumps(self.positions).encode())
-        self._db.write(batch)
+        write_with_position(self._db, pending.items(), _POSITIONS, self.positions)
         return out
 
     def items(self) -> Iterator[tuple[str, Any]]:

@@ -13,9 +13,10 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from framework.backfill.plan import Plan, Range
+from framework.backfill.session import kafka_source
 from framework.backfill.task import BAD, RECORD, STATE, TIMER, route
 from framework.core.pipeline import ComputationSpec, Pipeline
-from framework.kafka.config import consumer_config, java_settings, reader_group
+from framework.kafka.config import consumer_config, reader_group
 
 
 def max_timestamps(
@@ -44,18 +45,14 @@ def read(spark: Any, ranges: Iterable[Range], bootstrap: str, kafka: dict) -> An
         assign.setdefault(r.topic, []).append(r.partition)
         starting.setdefault(r.topic, {})[str(r.partition)] = r.start
         ending.setdefault(r.topic, {})[str(r.partition)] = r.end
-    reader = (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("kafka.isolation.level", "read_committed")
+    return (
+        kafka_source(spark, bootstrap, kafka)
         .option("includeHeaders", "true")
         .option("assign", json.dumps(assign))
         .option("startingOffsets", json.dumps(starting))
         .option("endingOffsets", json.dumps(ending))
+        .load()
     )
-    for key, value in java_settings(kafka).items():  # Spark's source is the Java client
-        reader = reader.option(f"kafka.{key}", value)
-    return reader.load()
 
 
 def journal_ranges(

@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from framework.errors import ConfigurationError
+from framework.kafka.config import java_settings
 
 JARS_ENV = "LOGWHEEL_SPARK_JARS"
 
@@ -40,3 +42,16 @@ def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None =
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def kafka_source(spark: Any, bootstrap: str, kafka: dict | None = None) -> Any:
+    """Spark's own Kafka source (a DataFrameReader to add `subscribe`/`assign` and offsets
+    to), reading read_committed with the `[kafka]` settings as the Java client takes them."""
+    reader = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("kafka.isolation.level", "read_committed")
+    )
+    for key, value in java_settings(kafka or {}).items():
+        reader = reader.option(f"kafka.{key}", value)
+    return reader

@@ -54,6 +54,7 @@ from framework.broker.security import (
     last_line,
     write_private,
 )
+from framework.errors import ConfigurationError
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PORT = 9092
@@ -118,7 +119,7 @@ log = logging.getLogger(__name__)
 N = TypeVar("N", int, float)
 
 
-class BrokerError(RuntimeError):
+class BrokerError(ConfigurationError):
     """A problem the user must fix; the message is one line that names the fix."""
 
 

@@ -31,6 +31,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from framework.errors import ConfigurationError
+
 ADMIN_USER = "admin"
 JOB_USER = "job"
 MECHANISM = "SCRAM-SHA-512"
@@ -43,7 +45,7 @@ STORE_VAR = "LOGWHEEL_BROKER_STORE_PASSWORD"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
-class SecurityError(RuntimeError):
+class SecurityError(ConfigurationError):
     """Creating the secure broker's certificates failed; the message names the step."""
 
 

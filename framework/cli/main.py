@@ -15,11 +15,11 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from framework.broker.embedded import Broker, BrokerError, bootstrap_from, default_home
+from framework.broker.embedded import Broker, bootstrap_from, default_home
 from framework.errors import ConfigurationError, Fatal
 from framework.ops.acls import register_acls
 
-USER_ERRORS: tuple[type[Exception], ...] = (BrokerError, ConfigurationError, Fatal)
+USER_ERRORS: tuple[type[Exception], ...] = (ConfigurationError, Fatal)
 NOT_RUNNING = 3
 """Exit code of `broker status` when the broker is not running (as for LSB init scripts)."""
 

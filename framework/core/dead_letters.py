@@ -30,7 +30,7 @@ def reason_of(error: BaseException) -> str:
     """The `logwheel.error` text: the error's type and message."""
     if isinstance(error, BadRecord):
         cause = error.cause
-        kind = type(cause).__name__ if cause is not None else "BadRecord"
+        kind = type(cause if cause is not None else error).__name__
         return f"{kind}: {error}"
     return f"{type(error).__name__}: {error}"
 

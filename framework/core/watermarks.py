@@ -33,6 +33,22 @@ class Mark:
     offsets: Offsets
     input_watermark: int = MIN_TIME
 
+    @classmethod
+    def of(
+        cls,
+        producer: str,
+        watermark: int,
+        idle: bool,
+        written: Offsets,
+        outputs: Iterable[str],
+        input_watermark: int = MIN_TIME,
+    ) -> Mark:
+        """The mark a producer publishes: with the last offset it wrote to each partition of
+        its outputs (`written` holds every topic the process wrote)."""
+        outputs = set(outputs)
+        offsets = {tp: o for tp, o in written.items() if tp[0] in outputs}
+        return cls(producer, watermark, idle, offsets, input_watermark)
+
 
 def encode_mark(mark: Mark) -> bytes:
     return _encode(

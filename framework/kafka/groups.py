@@ -3,21 +3,14 @@ move a group's offsets or write its state while the group has live members."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import time
 
-from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from framework.core.clock import now_ms
 from framework.core.pipeline import ComputationSpec, PipelineError
-
-_COORDINATOR_MOVING = (
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-)
+from framework.kafka.errors import Unreachable, reaching_kafka
 
 
 def refuse_live_members(admin: AdminClient, spec: ComputationSpec, then: str = "reset") -> None:
@@ -26,15 +19,12 @@ def refuse_live_members(admin: AdminClient, spec: ComputationSpec, then: str = "
     deadline = time.monotonic() + 120
     while True:
         try:
-            futures = admin.describe_consumer_groups([spec.group], request_timeout=20)
-            group = futures[spec.group].result(30)
+            with reaching_kafka():
+                futures = admin.describe_consumer_groups([spec.group], request_timeout=20)
+                group = futures[spec.group].result(30)
             break
-        except (KafkaException, concurrent.futures.TimeoutError) as error:
-            # a coordinator still loading or moving, a loaded broker: ask again
-            moving = isinstance(error, concurrent.futures.TimeoutError) or (
-                error.args[0].code() in _COORDINATOR_MOVING
-            )
-            if not moving or time.monotonic() > deadline:
+        except Unreachable:  # a coordinator still loading or moving, a loaded broker
+            if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
     if group.members:

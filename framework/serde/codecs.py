@@ -38,7 +38,7 @@ from fastavro.schema import (
 )
 from fastavro.validation import validate
 
-from framework.errors import ConfigurationError
+from framework.errors import BadRecord, ConfigurationError
 
 try:  # the compiled writer `schemaless_writer` calls, without its per-call schema parsing
     from fastavro._write import CYTHON_MODULE as _COMPILED
@@ -69,12 +69,18 @@ class SchemaError(ConfigurationError):
     """A schema that is missing or does not parse: bad configuration, reported at start."""
 
 
-class EncodeError(ValueError):
+class EncodeError(BadRecord):
     """A value that does not fit its stream's schema (or is not JSON-serializable)."""
 
+    def __init__(self, reason: str) -> None:
+        super().__init__("encode", reason)
 
-class DecodeError(ValueError):
+
+class DecodeError(BadRecord):
     """Bytes that are not a value of the stream; the message is the dead letter's reason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("decode", reason)
 
 
 # -- locating and loading schemas ---------------------------------------------------------

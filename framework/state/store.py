@@ -9,15 +9,17 @@ batch as the data it describes, so the two can never disagree after a crash.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import WriteOptions
 
 from framework.core.api import Timer
 from framework.core.dead_letters import undecodable
+from framework.state.rocks import open_raw, read_json, write_with_position
 
 _STATE = b"s"
 _TIMER = b"t"
@@ -37,8 +39,7 @@ class TaskStore:
         self._write_options.disable_wal = True
 
     def _open(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._db = Rdict(str(self.path), options=Options(raw_mode=True))
+        self._db = open_raw(self.path)
 
     # -- what the executor reads -----------------------------------------------------------
 
@@ -62,8 +63,7 @@ class TaskStore:
 
     def checkpoint(self) -> dict[str, int]:
         """Next offset to read per journal topic (`changelog`, `timers`); empty if none."""
-        raw = self._db.get(_CHECKPOINT)
-        return {} if raw is None else json.loads(raw)
+        return read_json(self._db, _CHECKPOINT, {})
 
     def apply(
         self,
@@ -73,21 +73,16 @@ class TaskStore:
     ) -> None:
         """Write committed changes (key bytes, value bytes or None to delete) atomically with
         the checkpoint that says which journal offsets they reflect."""
-        batch = WriteBatch(raw_mode=True)
-        for prefix, changes in ((_STATE, states), (_TIMER, timers)):
-            for key, value in changes:
-                if value is None:
-                    batch.delete(prefix + key)
-                else:
-                    batch.put(prefix + key, value)
+        changes = itertools.chain(
+            ((_STATE + key, value) for key, value in states),
+            ((_TIMER + key, value) for key, value in timers),
+        )
         merged = {**self.checkpoint(), **checkpoint}
-        batch.put(_CHECKPOINT, json.dumps(merged).encode())
-        self._db.write(batch, self._write_options)
+        write_with_position(self._db, changes, _CHECKPOINT, merged, self._write_options)
 
     def topic_ids(self) -> dict[str, str]:
         """Ids of the journal topics the checkpoint counts offsets of (empty if unknown)."""
-        raw = self._db.get(_TOPIC_IDS)
-        return {} if raw is None else json.loads(raw)
+        return read_json(self._db, _TOPIC_IDS, {})
 
     def set_topic_ids(self, ids: dict[str, str]) -> None:
         self._db.put(_TOPIC_IDS, json.dumps(ids).encode())

@@ -13,7 +13,6 @@ JSON, so any team's changelog reads without configuration.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterable
@@ -21,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import Rdict
 
 from framework.core.pipeline import ComputationSpec
 from framework.kafka.reading import Ends, read_to_end, records, watermark_offsets
 from framework.serde.codecs import default_schemas
+from framework.state.rocks import open_raw, read_json, write_with_position
 
 log = logging.getLogger(__name__)
 _POSITION = b"\x00logwheel:position"
@@ -53,22 +53,13 @@ class TableView:
 
 class _Replica:
     def __init__(self, name: str, topic: str, partition: int, path: Path) -> None:
-        path.mkdir(parents=True, exist_ok=True)
         self.topic, self.partition = topic, partition
-        self.db = Rdict(str(path), options=Options(raw_mode=True))
-        raw = self.db.get(_POSITION)
-        self.position = OFFSET_BEGINNING if raw is None else json.loads(raw)
+        self.db = open_raw(path)
+        self.position = read_json(self.db, _POSITION, OFFSET_BEGINNING)
         self.view = TableView(name, self.db)
 
     def apply(self, changes: list[tuple[bytes, bytes | None]], position: int) -> None:
-        batch = WriteBatch(raw_mode=True)
-        for key, value in changes:
-            if value is None:
-                batch.delete(key)
-            else:
-                batch.put(key, value)
-        batch.put(_POSITION, json.dumps(position).encode())
-        self.db.write(batch)
+        write_with_position(self.db, changes, _POSITION, position)
         self.position = position
 
 

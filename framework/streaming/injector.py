@@ -22,6 +22,7 @@ from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
 from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError
 from framework.core.watermarks import Mark, encode_mark, injector_producer
+from framework.errors import Fatal
 from framework.kafka.collector import ID_HEADER, Collector
 from framework.kafka.config import producer_config
 from framework.kafka.topics import create_topics
@@ -99,14 +100,14 @@ class Injector:
         self.watermark = max(self.watermark, watermark)
         try:
             self._collector.flush()
-            offsets = {tp: o for tp, o in self._collector.written.items() if tp[0] in self.streams}
-            mark = Mark(self.producer_id, self.watermark, idle, offsets)
+            written = self._collector.written
+            mark = Mark.of(self.producer_id, self.watermark, idle, written, self.streams)
             self._collector.send(
                 self.channel, self.producer_id.encode(), encode_mark(mark), partition=0
             )
             self._producer.commit_transaction(60)
         except KafkaException as error:
-            raise RuntimeError(f"injector commit failed: {error}") from error
+            raise Fatal(f"injector commit failed: {error}") from error
         self._producer.begin_transaction()
 
     def close(self) -> None:

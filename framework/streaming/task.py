@@ -119,8 +119,7 @@ class Task:
         """The mark to publish on the watermark channel in this commit."""
         self.published, idle, observed = self.mark_state()
         written = self.rt.collector.written
-        offsets = {tp: o for tp, o in written.items() if tp[0] in self.outputs}
-        return Mark(self.producer, self.published, idle, offsets, observed)
+        return Mark.of(self.producer, self.published, idle, written, self.outputs, observed)
 
     def observed(self) -> int:
         """The input low watermark this task's hooks have seen."""
