@@ -1,1 +1,5 @@
-"""broker"""
+"""The embedded Kafka broker: one KRaft node or a cluster, plain or secure, run as local
+Java processes for development and tests.
+
+May import: `framework.kafka`, `framework.errors`.
+"""
