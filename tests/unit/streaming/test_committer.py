@@ -3,74 +3,17 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 
 from framework.core.pipeline import Pipeline
 from framework.core.watermarks import Unwatermarked
 from framework.errors import Rejoin
-from framework.kafka.limits import TopicLimits
 from framework.streaming.committer import Committer
 from framework.streaming.task import InputPartition
+from tests.unit.streaming.fakes import FakeCollector, FakeConsumer
 
 log: list[str] = []
-
-
-class FakeProducer:
-    fail_commit: KafkaError | None = None
-
-    def init_transactions(self, timeout):
-        log.append("init")
-
-    def begin_transaction(self):
-        log.append("begin")
-
-    def send_offsets_to_transaction(self, offsets, metadata, timeout):
-        log.append(f"offsets {[(o.topic, o.partition, o.offset) for o in offsets]}")
-        self.metadata = json.loads(offsets[0].metadata)
-
-    def commit_transaction(self, timeout):
-        if self.fail_commit is not None:
-            raise KafkaException(self.fail_commit)
-        log.append("commit")
-
-    def abort_transaction(self, timeout):
-        log.append("abort")
-
-    def flush(self, timeout=None):
-        return 0
-
-    def poll(self, timeout=None):
-        return 0
-
-
-class FakeCollector:
-    def __init__(self):
-        self.producer = FakeProducer()
-        self.limits = TopicLimits()
-        self.written = {}
-
-    def flush(self):
-        log.append("flush")
-
-    def poll(self, timeout=0):
-        self.producer.poll(timeout)
-
-    def send(self, topic, key, value, **kwargs):
-        log.append(f"send {topic}")
-
-    def discard_errors(self):
-        log.append("discard")
-
-    def refusal(self):
-        return None
-
-
-class FakeConsumer:
-    def consumer_group_metadata(self):
-        return object()
 
 
 class FakeTask:
@@ -97,7 +40,7 @@ class FakeTask:
 def committer():
     log.clear()
     spec = Pipeline("p").source("in").computation("c", object, inputs={"in": None})["c"]
-    collector = FakeCollector()
+    collector = FakeCollector(log)
     c = Committer(spec, collector, FakeConsumer(), "p.c.instance-1")
     inputs = [InputPartition("in", 0, "in", bytes, Unwatermarked(), [], position=7)]
     return c, collector, inputs

@@ -7,40 +7,11 @@ from __future__ import annotations
 from confluent_kafka import TopicPartition
 
 from framework.core.dead_letters import ErrorPolicy
-from framework.kafka.limits import TopicLimits
 from framework.kafka.output import Runtime
 from framework.streaming.task import KeyedTask
 from framework.streaming.task_manager import TaskManager
 from jobs.wordcount import build
-
-
-class FakeConsumer:
-    def __init__(self, committed: dict[tuple[str, int], int]):
-        self._committed = committed
-        self.calls: list[tuple] = []
-        self.paused: set[tuple[str, int]] = set()
-
-    def committed(self, tps, timeout):
-        offsets = self._committed
-        return [
-            TopicPartition(tp.topic, tp.partition, offsets.get((tp.topic, tp.partition), -1001))
-            for tp in tps
-        ]
-
-    def get_watermark_offsets(self, tp, timeout):
-        return (0, 0)
-
-    def assign(self, tps):
-        self.calls.append(("assign", [(t.topic, t.partition, t.offset) for t in tps]))
-
-    def pause(self, tps):
-        self.paused |= {(t.topic, t.partition) for t in tps}
-
-    def resume(self, tps):
-        self.paused -= {(t.topic, t.partition) for t in tps}
-
-    def seek(self, tp):
-        self.calls.append(("seek", (tp.topic, tp.partition, tp.offset)))
+from tests.unit.streaming.fakes import FakeCollector, FakeConsumer
 
 
 class FakeRestorer:
@@ -79,15 +50,6 @@ class FakeChannels:
         pass
 
     def forget(self, published):
-        pass
-
-
-class FakeCollector:
-    def __init__(self):
-        self.limits = TopicLimits()
-        self.written: dict = {}
-
-    def remember(self, offsets):
         pass
 
 
