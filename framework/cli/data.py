@@ -1,0 +1,83 @@
+"""The commands that read what a pipeline keeps: `changelog dump|follow`, `schemas`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from framework.broker.embedded import bootstrap_from
+from framework.cli.options import add_bootstrap
+from framework.errors import ConfigurationError
+
+
+def register_schemas(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "schemas", help="the record types in schemas/ and their versions (schemas/history/)"
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    check = actions.add_parser(
+        "check", help="fail when a version breaks backward or forward compatibility"
+    )
+    check.set_defaults(func=schemas_check)
+
+
+def schemas_check(args: argparse.Namespace) -> int:
+    """Every version of every type against the one before it, both ways (Avro resolution)."""
+    from framework.serde.codecs import load_schemas
+    from framework.serde.compat import check
+
+    schemas = load_schemas()
+    problems = check(schemas)
+    for problem in problems:
+        print(f"logwheel schemas check: {problem}", file=sys.stderr)
+    versions = sum(len(v) for v in schemas.history.values()) + len(schemas)
+    verdict = f"{len(problems)} incompatible change(s)" if problems else "all compatible"
+    print(f"schemas: {len(schemas)} types, {versions} versions in {schemas.directory}: {verdict}")
+    return 1 if problems else 0
+
+
+def register_changelog(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("changelog", help="print a changelog topic as JSON lines")
+    parser.add_argument("action", choices=["dump", "follow"])
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument(
+        "--spark", action="store_true", help="dump through Spark (changelog.spark.read_snapshot)"
+    )
+    parser.add_argument("--master", default="local[*]", help="Spark master with --spark")
+    add_bootstrap(parser)
+    parser.set_defaults(func=changelog_command)
+
+
+def changelog_command(args: argparse.Namespace) -> int:
+    """`dump`: the latest value per key; `follow`: then every change, live, until Ctrl-C."""
+    import json
+
+    from changelog import ChangelogTable
+    from framework.streaming.launch import kafka_settings
+
+    bootstrap = bootstrap_from(args.bootstrap)
+    if args.spark:
+        if args.action != "dump":
+            raise ConfigurationError("--spark reads a snapshot: use it with dump, not follow")
+        from changelog.spark import read_snapshot
+        from framework.backfill.session import session
+
+        spark = session(args.master, "logwheel-changelog-dump")
+        try:
+            snapshot = read_snapshot(
+                spark, args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)
+            )
+            for row in snapshot.toLocalIterator():
+                print(json.dumps({"key": row["key"], "value": json.loads(row["value"])}))
+        finally:
+            spark.stop()
+        return 0
+    with ChangelogTable(args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)) as t:
+        t.catch_up(progress=sys.stderr.isatty())
+        if args.action == "dump":
+            for key, value in t.items():
+                print(json.dumps({"key": key, "value": value}, default=str), flush=False)
+            return 0
+        for key, old, new in t.follow():
+            print(json.dumps({"key": key, "old": old, "new": new}, default=str), flush=True)
+    return 0
