@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from framework.broker.readiness import coordinators_serve
 from framework.broker.roles import (
     CONTROLLER_ONLY,
     Role,
@@ -525,7 +526,8 @@ class Broker:
         return [*JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}"] if log4j.exists() else JVM_OPTS
 
     def _wait_ready(self, pid: int, bootstrap: str, timeout: float, began: float) -> None:
-        """Wait until an AdminClient sees the broker in the cluster metadata."""
+        """Wait until an AdminClient sees the broker in the cluster metadata, then until its
+        group and transaction coordinators serve (broker/readiness.py)."""
         deadline = began + timeout
         while time.monotonic() < deadline:
             if not _alive(pid):
@@ -540,12 +542,17 @@ class Broker:
                     f"({self._last_error(self.controller)}); see {log_file}"
                 )
             port = int(bootstrap.rsplit(":", 1)[1])
-            if _accepts(port) and _metadata_answers(bootstrap, self.client_settings()):
-                return
+            settings = self.client_settings()
+            if _accepts(port) and _metadata_answers(bootstrap, settings):
+                partitions = int(SINGLE_NODE_SETTINGS["offsets.topic.num.partitions"])
+                if coordinators_serve(bootstrap, settings, partitions, deadline):
+                    return
+                break
             time.sleep(0.2)
         self.stop()
         raise BrokerError(
-            f"the broker did not answer on {bootstrap} within {timeout:.0f}s; see {self.log_file}"
+            f"the broker did not answer on {bootstrap}, or its group and transaction "
+            f"coordinators did not load, within {timeout:.0f}s; see {self.log_file}"
         )
 
     def _last_error(self, role: Role | None = None) -> str:

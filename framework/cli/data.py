@@ -11,14 +11,23 @@ from framework.errors import ConfigurationError
 
 
 def register_schemas(commands: argparse._SubParsersAction) -> None:
+    from framework.serde.schemas import describe_search_path
+
     parser = commands.add_parser(
-        "schemas", help="the record types in schemas/ and their versions (schemas/history/)"
+        "schemas",
+        help="the record types on the schema search path and their versions (history/)",
+        description=describe_search_path(),
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     check = actions.add_parser(
         "check", help="fail when a version breaks backward or forward compatibility"
     )
     check.set_defaults(func=schemas_check)
+    dump = actions.add_parser(
+        "dump", help="print logwheel's own record types (marks, timer entries) as Avro JSON"
+    )
+    dump.add_argument("name", nargs="?", metavar="NAME", help="one type, e.g. logwheel.Watermark")
+    dump.set_defaults(func=schemas_dump)
 
 
 def schemas_check(args: argparse.Namespace) -> int:
@@ -32,8 +41,28 @@ def schemas_check(args: argparse.Namespace) -> int:
         print(f"logwheel schemas check: {problem}", file=sys.stderr)
     versions = sum(len(v) for v in schemas.history.values()) + len(schemas)
     verdict = f"{len(problems)} incompatible change(s)" if problems else "all compatible"
-    print(f"schemas: {len(schemas)} types, {versions} versions in {schemas.directory}: {verdict}")
+    where = ", ".join(str(d) for d in schemas.directories)
+    print(f"schemas: {len(schemas)} types, {versions} versions in {where}: {verdict}")
     return 1 if problems else 0
+
+
+def schemas_dump(args: argparse.Namespace) -> int:
+    """logwheel's own types as the files that define them, so other tools can decode marks
+    and timer journal entries."""
+    import json
+
+    from framework.serde.schemas import own_schemas
+
+    files = {
+        f.name.removesuffix(".avsc"): f for f in own_schemas().iterdir() if f.name.endswith(".avsc")
+    }
+    if args.name is not None and args.name not in files:
+        raise ConfigurationError(
+            f"logwheel has no record type {args.name!r}: it has {', '.join(sorted(files))}"
+        )
+    for name in [args.name] if args.name else sorted(files):
+        print(json.dumps(json.loads(files[name].read_text(encoding="utf-8")), indent=2))
+    return 0
 
 
 def register_changelog(commands: argparse._SubParsersAction) -> None:

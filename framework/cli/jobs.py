@@ -14,8 +14,12 @@ from framework.cli.options import add_bootstrap, env_int
 
 
 def register_run(commands: argparse._SubParsersAction) -> None:
+    from framework.serde.schemas import describe_search_path
+
     parser = commands.add_parser(
-        "run", help="run computations of a pipeline until SIGTERM", description=run.__doc__
+        "run",
+        help="run computations of a pipeline until SIGTERM",
+        description=f"{run.__doc__} Schemas: {describe_search_path()}",
     )
     parser.add_argument("pipeline", metavar="MODULE:ATTR")
     parser.add_argument(

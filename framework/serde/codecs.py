@@ -6,8 +6,9 @@ schema carries Avro single-object encoding (Avro spec, "Single-object encoding")
     C3 01 | CRC-64-AVRO fingerprint of the writer schema's Parsing Canonical Form, 8 bytes
           little-endian | Avro binary body
 
-The fingerprint makes every value self-describing without a schema registry: `schemas/`,
-one `<full.name>.avsc` file per named type, is the only registry there is. A reader looks
+The fingerprint makes every value self-describing without a schema registry: the schema
+search path (serde/schemas.py), one `<full.name>.avsc` file per named type, is the only
+registry there is. A reader looks
 the writer schema up by fingerprint and resolves it to the schema the stream is declared
 with, so Java, Spark or any other Avro tool can read and write the same topics.
 
@@ -30,15 +31,19 @@ from typing import Any
 
 import orjson
 from fastavro import schemaless_reader, schemaless_writer
-from fastavro.schema import (
-    UnknownType,
-    fingerprint,
-    parse_schema,
-    to_parsing_canonical_form,
-)
+from fastavro.schema import parse_schema
 from fastavro.validation import validate
 
-from framework.errors import BadRecord, ConfigurationError
+from framework.errors import BadRecord
+from framework.serde.schemas import (
+    SCHEMAS_ENV,
+    SchemaError,
+    canonical_form,
+    fingerprint_of,
+    own_schemas,
+    read_directories,
+    search_path,
+)
 
 try:  # the compiled writer `schemaless_writer` calls, without its per-call schema parsing
     from fastavro._write import CYTHON_MODULE as _COMPILED
@@ -56,17 +61,9 @@ MARKER = b"\xc3\x01"
 HEADER_SIZE = 10
 """Marker plus the 8-byte fingerprint."""
 
-SCHEMAS_ENV = "LOGWHEEL_SCHEMAS"
-"""Environment variable naming a schemas directory to use instead of the repository's."""
 
 Encoder = Callable[[Any], bytes]
 Decoder = Callable[[bytes], Any]
-
-_NAMED_TYPES = ("record", "error", "enum", "fixed")
-
-
-class SchemaError(ConfigurationError):
-    """A schema that is missing or does not parse: bad configuration, reported at start."""
 
 
 class EncodeError(BadRecord):
@@ -86,69 +83,8 @@ class DecodeError(BadRecord):
 # -- locating and loading schemas ---------------------------------------------------------
 
 
-def schemas_dir() -> Path:
-    """The schemas directory: `$LOGWHEEL_SCHEMAS`, else the repository's top-level `schemas/`.
-
-    The repository root is the parent of the `framework` package, which holds for a checkout
-    and for `pip install -e .`. As a last resort (a plain install run from the repository)
-    `./schemas` is used. The result may not exist; `load_schemas` says so.
-    """
-    env = os.environ.get(SCHEMAS_ENV)
-    if env:
-        return Path(env)
-    beside_package = Path(__file__).resolve().parents[2] / "schemas"
-    if beside_package.is_dir():
-        return beside_package
-    cwd = Path.cwd() / "schemas"
-    return cwd if cwd.is_dir() else beside_package
-
-
-def canonical_form(schema: Any, named: Mapping[str, Any]) -> str:
-    """The Parsing Canonical Form of a parsed schema, with referenced named types inlined.
-
-    fastavro's `to_parsing_canonical_form` writes a type defined in another file as a bare
-    name, which changes the fingerprint. The Avro spec (and Java's SchemaNormalization)
-    writes each named type's definition at its first occurrence and its name afterwards;
-    inlining that way first makes the fingerprint match every other Avro implementation.
-    """
-    return to_parsing_canonical_form(_inline(schema, named, set()))
-
-
-def _inline(schema: Any, named: Mapping[str, Any], seen: set[str]) -> Any:
-    if isinstance(schema, str):
-        if schema in named and schema not in seen:
-            return _inline(named[schema], named, seen)
-        return schema
-    if isinstance(schema, list):
-        return [_inline(branch, named, seen) for branch in schema]
-    kind = schema["type"]
-    if kind in _NAMED_TYPES:
-        seen.add(schema["name"])
-    if kind in ("record", "error"):
-        fields = [
-            {"name": f["name"], "type": _inline(f["type"], named, seen)} for f in schema["fields"]
-        ]
-        return {"type": "record", "name": schema["name"], "fields": fields}
-    if kind == "array":
-        return {"type": "array", "items": _inline(schema["items"], named, seen)}
-    if kind == "map":
-        return {"type": "map", "values": _inline(schema["values"], named, seen)}
-    if kind in ("enum", "fixed"):
-        return {k: v for k, v in schema.items() if not k.startswith("__")}
-    return schema
-
-
-def fingerprint_of(canonical: str) -> bytes:
-    """The 8-byte CRC-64-AVRO fingerprint of a Parsing Canonical Form, little-endian.
-
-    fastavro returns the fingerprint as the hex of its little-endian bytes (for "int":
-    "8f5c393f1ad57572", the long 0x7275d51a3f395c8f), so `bytes.fromhex` is the wire form.
-    """
-    return bytes.fromhex(fingerprint(canonical, "CRC-64-AVRO"))
-
-
 class Schemas(Mapping[str, Any]):
-    """The named Avro types of one schemas directory, parsed, fingerprinted, with codecs.
+    """The named Avro types of the schema directories, parsed, fingerprinted, with codecs.
 
     A mapping from full name to fastavro's parsed schema. Codecs are built once per name
     and cached: the per-record path only writes or reads bytes.
@@ -156,12 +92,12 @@ class Schemas(Mapping[str, Any]):
 
     def __init__(
         self,
-        directory: Path,
+        directories: list[Any],
         parsed: dict[str, Any],
         named: dict[str, Any],
         history: dict[str, list[tuple[int, Any]]] | None = None,
     ) -> None:
-        self.directory = directory
+        self.directories = directories  # where the types were read, logwheel's own first
         self._parsed = parsed
         self._named = named
         self.history = history or {}  # name -> earlier versions, (number, parsed), oldest first
@@ -195,9 +131,11 @@ class Schemas(Mapping[str, Any]):
         try:
             return self._parsed[name]
         except KeyError:
+            searched = ", ".join(str(d) for d in self.directories[1:]) or "no directory"
             raise SchemaError(
-                f"no schema {name!r}: expected a file {self.directory / (name + '.avsc')} "
-                f"defining the named type {name!r}"
+                f"no schema {name!r}: expected a file {name}.avsc defining it; searched "
+                f"{searched} (add it there, or name its directory in {SCHEMAS_ENV}, "
+                "':'-separated)"
             ) from None
 
     def __iter__(self) -> Iterator[str]:
@@ -320,96 +258,25 @@ class Schemas(Mapping[str, Any]):
         return decode
 
 
-def load_schemas(directory: str | os.PathLike[str] | None = None) -> Schemas:
-    """Parse every `*.avsc` of `directory` (default: `schemas_dir()`) into one `Schemas`.
-
-    Each file holds one named type and is named for its full name, e.g.
-    `zeitgeist.SearchQuery.avsc`. They share one named-types dict, so a schema may use a type
-    defined in another file by its full name, in whatever order the files are read.
-    """
-    path = Path(directory) if directory is not None else schemas_dir()
-    if not path.is_dir():
-        raise SchemaError(
-            f"schemas directory {path} does not exist: run from a logwheel checkout "
-            f"(pip install -e .) or set {SCHEMAS_ENV} to the directory of the .avsc files"
-        )
-    pending: dict[str, Any] = {}
-    for file in sorted(path.glob("*.avsc")):
-        try:
-            pending[file.name] = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SchemaError(f"{path.name}/{file.name} is not a JSON schema: {exc}") from None
-
-    named: dict[str, Any] = {}
-    parsed: dict[str, Any] = {}
-    while pending:
-        missing: dict[str, str] = {}
-        progress = False
-        for file_name, raw in list(pending.items()):
-            before = dict(named)
-            try:
-                schema = parse_schema(raw, named_schemas=named)
-            except UnknownType as exc:
-                named.clear()  # parse_schema registers names before it fails: undo that
-                named.update(before)
-                missing[file_name] = exc.name
-                continue
-            except Exception as exc:
-                raise SchemaError(f"{path.name}/{file_name} does not parse: {exc}") from None
-            redefined = sorted(n for n, s in before.items() if named[n] is not s)
-            if redefined:  # fastavro silently lets the last definition win
-                raise SchemaError(
-                    f"{path.name}/{file_name} defines {', '.join(redefined)} again: define "
-                    "each named type once, in its own file, and refer to it by full name"
-                )
-            expected = file_name.removesuffix(".avsc")
-            name = schema.get("name") if isinstance(schema, dict) else None
-            if name != expected:
-                raise SchemaError(
-                    f"{path.name}/{file_name} defines {name or 'an unnamed type'}; a schema "
-                    f"file must define the named type it is named for ({expected})"
-                )
-            parsed[name] = schema
-            del pending[file_name]
-            progress = True
-        if not progress:
-            file_name, type_name = next(iter(missing.items()))
-            raise SchemaError(
-                f"{path.name}/{file_name} uses type {type_name!r}, which no schema defines: "
-                f"add {path.name}/{type_name}.avsc"
-            )
-    return Schemas(path, parsed, named, _history(path, named))
-
-
-def _history(path: Path, named: dict[str, Any]) -> dict[str, list[tuple[int, Any]]]:
-    """Earlier versions under `history/`: `<full.name>.v<N>.avsc`, oldest first."""
-    versions: dict[str, list[tuple[int, Any]]] = {}
-    for file in sorted((path / "history").glob("*.avsc")):
-        name, _, number = file.name.removesuffix(".avsc").rpartition(".v")
-        if not name or not number.isdigit():
-            raise SchemaError(
-                f"{path.name}/history/{file.name}: name earlier versions <full.name>.v<N>.avsc"
-            )
-        try:
-            raw = json.loads(file.read_text(encoding="utf-8"))
-            others = {n: s for n, s in named.items() if n != name and not n.startswith(name + ".")}
-            schema = parse_schema(raw, named_schemas=others)
-        except Exception as exc:
-            raise SchemaError(f"{path.name}/history/{file.name} does not parse: {exc}") from None
-        versions.setdefault(name, []).append((int(number), schema))
-    return {name: sorted(v, key=lambda nv: nv[0]) for name, v in versions.items()}
+def load_schemas(*directories: str | os.PathLike[str]) -> Schemas:
+    """logwheel's own types and those of `directories` (default: the search path), parsed
+    into one `Schemas`."""
+    found = [Path(d) for d in directories] if directories else search_path()
+    sources = [own_schemas(), *found]
+    parsed, named, history = read_directories(sources)
+    return Schemas(sources, parsed, named, history)
 
 
 @functools.cache
 def default_schemas() -> Schemas:
-    """The schemas of `schemas_dir()`, loaded once per process (`cache_clear()` to reload)."""
+    """The schemas of the search path, loaded once per process (`cache_clear()` to reload)."""
     return load_schemas()
 
 
 def encoder_for(schema: str | None) -> Encoder:
     """Encoder of a stream's values: Avro single-object for a schema name, JSON for None.
 
-    Raises SchemaError if `schemas/<schema>.avsc` does not exist.
+    Raises SchemaError if no `<schema>.avsc` is on the search path.
     """
     if schema is None:
         return encode_json
@@ -419,7 +286,7 @@ def encoder_for(schema: str | None) -> Encoder:
 def decoder_for(schema: str | None) -> Decoder:
     """Decoder of a stream's values: Avro single-object for a schema name, JSON for None.
 
-    Raises SchemaError if `schemas/<schema>.avsc` does not exist.
+    Raises SchemaError if no `<schema>.avsc` is on the search path.
     """
     if schema is None:
         return decode_json

@@ -2,9 +2,9 @@
 and be read by it (Avro schema resolution, both ways), so a reader on either version decodes
 what a writer on the other wrote.
 
-The versions of a type are `schemas/history/<full.name>.v<N>.avsc`, oldest first, then the
-current `schemas/<full.name>.avsc`. Each broken rule is one line naming the type, the field
-and the rule.
+The versions of a type are `history/<full.name>.v<N>.avsc` beside it on the schema search
+path (serde/schemas.py), oldest first, then the current `<full.name>.avsc`. Each broken rule is
+one line naming the type, the field and the rule.
 """
 
 from __future__ import annotations

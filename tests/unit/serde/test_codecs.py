@@ -13,6 +13,7 @@ from fastavro.schema import parse_schema
 
 from framework.serde import codecs as serde
 from framework.serde.codecs import DecodeError, EncodeError, SchemaError
+from framework.serde.schemas import search_path
 
 # CRC-64-AVRO fingerprints published by Apache Avro in share/test/data/schema-tests.txt
 # (cross-checked there by the Java implementation), as signed 64-bit longs:
@@ -160,10 +161,22 @@ def test_types_from_other_files_are_inlined_at_first_use(tmp_path):
 # -- loading --------------------------------------------------------------------------------
 
 
-def test_repo_schemas_are_found_beside_the_framework_package(monkeypatch):
+def test_the_search_path_is_the_env_else_here_else_the_checkout(tmp_path, monkeypatch):
     monkeypatch.delenv(serde.SCHEMAS_ENV, raising=False)
-    assert serde.schemas_dir() == REPO_SCHEMAS
-    assert set(serde.load_schemas()) >= set(SAMPLES)
+    monkeypatch.chdir(tmp_path)
+    assert search_path() == [REPO_SCHEMAS]  # run from elsewhere, in a checkout
+    assert set(serde.load_schemas()) >= set(SAMPLES) | {"logwheel.Watermark"}
+    (tmp_path / "schemas").mkdir()
+    assert search_path() == [tmp_path / "schemas"]
+    monkeypatch.setenv(serde.SCHEMAS_ENV, f"{tmp_path}/a:{tmp_path}/b")
+    assert search_path() == [tmp_path / "a", tmp_path / "b"]
+
+
+def test_logwheels_own_types_come_with_the_package_whatever_the_path(tmp_path, monkeypatch):
+    monkeypatch.setenv(serde.SCHEMAS_ENV, str(tmp_path))
+    own = serde.load_schemas()
+    assert {"logwheel.Watermark", "logwheel.TimerEntry"} <= set(own)
+    assert own.history["logwheel.Watermark"][0][0] == 1
 
 
 def test_env_points_elsewhere(tmp_path, monkeypatch):
@@ -171,12 +184,30 @@ def test_env_points_elsewhere(tmp_path, monkeypatch):
     monkeypatch.setenv(serde.SCHEMAS_ENV, str(tmp_path))
     serde.default_schemas.cache_clear()
     try:
-        assert list(serde.default_schemas()) == ["x.Only"]
+        assert {n for n in serde.default_schemas() if not n.startswith("logwheel.")} == {"x.Only"}
         with pytest.raises(SchemaError) as missing:
             serde.encoder_for("zeitgeist.SearchQuery")
-        assert f"{tmp_path}/zeitgeist.SearchQuery.avsc" in str(missing.value)
+        assert f"zeitgeist.SearchQuery.avsc defining it; searched {tmp_path}" in str(missing.value)
     finally:
         serde.default_schemas.cache_clear()
+
+
+def test_a_type_in_two_directories_of_the_path_names_both(tmp_path):
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        write(tmp_path / d, "x.Twice", {"type": "record", "name": "x.Twice", "fields": []})
+    with pytest.raises(SchemaError, match=r"x\.Twice\.avsc is in both .*/a and .*/b"):
+        serde.load_schemas(tmp_path / "a", tmp_path / "b")
+
+
+def test_a_job_cannot_redefine_logwheels_own_types(tmp_path):
+    write(
+        tmp_path,
+        "logwheel.Watermark",
+        {"type": "record", "name": "logwheel.Watermark", "fields": []},
+    )
+    with pytest.raises(SchemaError, match="logwheel.Watermark.avsc is in both"):
+        serde.load_schemas(tmp_path)
 
 
 def test_missing_directory_names_the_env_variable(tmp_path):
@@ -185,9 +216,9 @@ def test_missing_directory_names_the_env_variable(tmp_path):
 
 
 def test_unknown_schema_name_names_the_missing_file():
-    with pytest.raises(SchemaError, match=r"schemas/zeitgeist\.Nope\.avsc"):
+    with pytest.raises(SchemaError, match=r"zeitgeist\.Nope\.avsc.*searched \S*schemas"):
         serde.encoder_for("zeitgeist.Nope")
-    with pytest.raises(SchemaError, match=r"schemas/zeitgeist\.Nope\.avsc"):
+    with pytest.raises(SchemaError, match=r"zeitgeist\.Nope\.avsc.*LOGWHEEL_SCHEMAS"):
         serde.decoder_for("zeitgeist.Nope")
 
 
