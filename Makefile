@@ -30,12 +30,16 @@ $(VENV)/.stamp: pyproject.toml
 	touch $@
 
 jars: $(KAFKA_JARS)/.stamp $(SPARK_JARS)/.stamp
-$(KAFKA_JARS)/.stamp: ops/maven/kafka/pom.xml ops/fetch_jars.sh
-	ops/fetch_jars.sh ops/maven/kafka $(KAFKA_JARS)
+# framework/jvm/jars.py fetches them as an installed logwheel does (into its jar cache).
+$(KAFKA_JARS)/.stamp: framework/jvm/kafka/pom.xml $(VENV)/.stamp
+	rm -rf $(KAFKA_JARS)
+	$(PY) -m framework.cli jars kafka --into $(KAFKA_JARS)
+	touch $@
 # Spark's connector must match the installed pyspark, hence the venv first.
-$(SPARK_JARS)/.stamp: ops/maven/spark-kafka/pom.xml ops/fetch_jars.sh $(VENV)/.stamp
-	ops/fetch_jars.sh ops/maven/spark-kafka $(SPARK_JARS) \
-	  -Dspark.version=$$($(PY) -c 'import pyspark; print(pyspark.__version__)')
+$(SPARK_JARS)/.stamp: framework/jvm/spark-kafka/pom.xml $(VENV)/.stamp
+	rm -rf $(SPARK_JARS)
+	$(PY) -m framework.cli jars spark --into $(SPARK_JARS)
+	touch $@
 
 test: venv jars lint
 	$(PY) -m framework.cli schemas check

@@ -1,41 +1,40 @@
 """A Spark session that can read and write Kafka with Spark's own Kafka source: the connector's
-jars that `make jars` fetches (ops/jars/spark-kafka, or LOGWHEEL_SPARK_JARS) on its classpath,
-`local[*]` unless a master is given."""
+jars (framework/jvm: LOGWHEEL_SPARK_JARS, the checkout's ops/jars/spark-kafka, else the jar
+cache, fetched on first use) on its classpath, `local[*]` unless a master is given. pyspark is
+the `[spark]` extra: without it, a backfill says what to install."""
 
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from framework.errors import ConfigurationError
+from framework.jvm.jars import spark_jars
 from framework.kafka.config import java_settings
 
-JARS_ENV = "LOGWHEEL_SPARK_JARS"
 
-
-def connector_jars() -> list[Path]:
-    """The Kafka connector's jars; a configuration error naming the fix if there are none."""
-    default = Path(__file__).resolve().parents[2] / "ops" / "jars" / "spark-kafka"
-    directory = Path(os.environ.get(JARS_ENV) or default)
-    jars = sorted(directory.glob("*.jar"))
-    if not jars:
+def spark_version() -> str:
+    """The installed pyspark's version; a configuration error naming the extra without it."""
+    try:
+        import pyspark
+    except ImportError:
         raise ConfigurationError(
-            f"no Spark Kafka connector jars in {directory}: run `make jars` (or set {JARS_ENV})"
-        )
-    return jars
+            "Spark is an extra: pip install 'logwheel[spark]' (it adds pyspark) to backfill"
+        ) from None
+    return pyspark.__version__
 
 
 def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None = None):
     """A SparkSession (pyspark is imported only here, so nothing else pays for it)."""
+    version = spark_version()
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import logwheel too
     builder = (
         SparkSession.builder.master(master)
         .appName(app)
-        .config("spark.jars", ",".join(str(j) for j in connector_jars()))
+        .config("spark.jars", ",".join(str(j) for j in spark_jars(version)))
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "8")
     )

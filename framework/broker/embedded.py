@@ -35,6 +35,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import TypeVar
 
@@ -56,8 +57,8 @@ from framework.broker.security import (
     write_private,
 )
 from framework.errors import ConfigurationError
+from framework.jvm.jars import kafka_jars
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PORT = 9092
 DEFAULT_SECURE_PORT = 9094
 MIN_JAVA = 17
@@ -270,7 +271,7 @@ class Broker:
                 return Started(bootstrap, False, time.monotonic() - began, pid)
             self._check_mode()
             java = _java()
-            jars = _jars()
+            jars = kafka_jars()
             if self.secure:
                 self._make_credentials(java)
             running = ("port",) if pid is not None else ()
@@ -522,8 +523,8 @@ class Broker:
         return process.pid
 
     def _jvm_flags(self) -> list[str]:
-        log4j = REPO / "ops" / "log4j2.properties"
-        return [*JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}"] if log4j.exists() else JVM_OPTS
+        log4j = resources.files("framework.jvm") / "log4j2.properties"
+        return [*JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}"]
 
     def _wait_ready(self, pid: int, bootstrap: str, timeout: float, began: float) -> None:
         """Wait until an AdminClient sees the broker in the cluster metadata, then until its
@@ -600,16 +601,6 @@ def _java() -> str:
         seen = f"Java {major}" if found else "an unknown Java"
         raise BrokerError(f"{java} is {seen}; Kafka needs Java {MIN_JAVA}+: {fix}")
     return java
-
-
-def _jars() -> Path:
-    """The directory of Kafka's runtime jars (`LOGWHEEL_KAFKA_JARS` or ops/jars/kafka)."""
-    jars = Path(os.environ.get("LOGWHEEL_KAFKA_JARS") or REPO / "ops" / "jars" / "kafka")
-    if not any(jars.glob("kafka_2.13-*.jar")):
-        raise BrokerError(
-            f"Kafka jars missing in {jars}: run `make jars` (needs Maven and Maven Central)"
-        )
-    return jars
 
 
 def _cluster_id() -> str:

@@ -23,6 +23,7 @@ from framework.cli.jobs import (
     register_status,
     register_topics,
 )
+from framework.cli.jvm import register_jars
 from framework.errors import ConfigurationError, Fatal
 
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigurationError, Fatal)
@@ -37,6 +38,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_backfill,
     register_schemas,
     register_acls,
+    register_jars,
 ]
 
 

@@ -28,8 +28,10 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from framework.broker import embedded as broker_mod
-from framework.broker.embedded import Broker, BrokerError
+from framework.broker.embedded import Broker
 from framework.broker.security import ADMIN_USER, JOB_USER, PASSWORD_VARS
+from framework.errors import ConfigurationError
+from framework.jvm.jars import kafka_jars
 from framework.kafka.topics import pipeline_topics
 from tests.support import REPO, Wordcount, wait_for, wait_until_resettable
 
@@ -39,8 +41,8 @@ pytestmark = pytest.mark.timeout(600)
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory) -> Broker:
     try:  # a machine with Docker instead of Java runs the other suites, not this one
-        broker_mod._java(), broker_mod._jars()
-    except BrokerError as missing:
+        broker_mod._java(), kafka_jars()
+    except ConfigurationError as missing:
         pytest.skip(f"the secure broker is the embedded one: {missing}")
     broker = Broker(tmp_path_factory.mktemp("secure-broker"), secure=True)
     broker.start(port=0, timeout=180)

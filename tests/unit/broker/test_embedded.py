@@ -171,12 +171,6 @@ def test_no_java_names_the_package(tmp_path, monkeypatch):
         broker_mod._java()
 
 
-def test_missing_jars_name_make_jars(tmp_path, monkeypatch):
-    monkeypatch.setenv("LOGWHEEL_KAFKA_JARS", str(tmp_path))
-    with pytest.raises(BrokerError, match="make jars"):
-        broker_mod._jars()
-
-
 def test_stale_pid_file_is_removed_and_said(home):
     broker = Broker(home)
     broker.home.mkdir(parents=True)
