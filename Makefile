@@ -26,7 +26,7 @@ venv: $(VENV)/.stamp
 $(VENV)/.stamp: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "make venv: no $(PYTHON) on PATH: install Python 3.11" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $@
 
 jars: $(KAFKA_JARS)/.stamp $(SPARK_JARS)/.stamp

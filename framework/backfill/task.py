@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
-from kafka.partitioner.default import murmur2
 
 from framework.backfill.plan import done_key, read_backfill_topic
 from framework.core.api import EVENT, Record
@@ -38,6 +37,7 @@ from framework.kafka.collector import Collector, Outgoing
 from framework.kafka.config import producer_config
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import Runtime, TaskOutput
+from framework.kafka.partitioning import key_partition
 from framework.kafka.records import decode_record as kafka_record
 from framework.serde.codecs import decoder_for
 
@@ -56,12 +56,6 @@ class InjectedFault(BaseException):  # noqa: N818 - not an Exception: no hook ma
 
 TRANSACTION_TIMEOUT_MS = 600_000
 """A task's transaction lasts as long as the task; the broker's default maximum is 15 min."""
-
-
-def key_partition(key: str, partitions: int) -> int:
-    """The partition Kafka's default partitioner gives `key` (Java's and librdkafka's
-    murmur2_random agree; kafka-python's murmur2 is the same function)."""
-    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
 def route(

@@ -3,7 +3,7 @@ producers and Spark jobs co-partition with logwheel's repartition topics."""
 
 from __future__ import annotations
 
-import os
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from framework import Computation, Pipeline, key_by
-from tests.support import REPO, UniqueJob, produce, read_topic
+from framework.jvm.jars import kafka_jars
+from framework.kafka.partitioning import key_partition
+from tests.support import UniqueJob, produce, read_topic
 
-JARS = Path(os.environ.get("LOGWHEEL_KAFKA_JARS", REPO / "ops" / "jars" / "kafka"))
+JARS = kafka_jars()
 
 
 class Nothing(Computation):
@@ -57,12 +59,15 @@ def test_repartition_topic_agrees_with_javas_default_partitioner(kafka, tmp_path
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for Kafka's own murmur2")
-def test_the_backfills_key_partition_agrees_with_javas_default_partitioner():
+def test_our_murmur2_partition_agrees_with_javas_default_partitioner():
     """The backfill places a re-keyed key's changelog and timer records by
-    `backfill_task.key_partition`, on Spark workers, without producing it."""
-    from framework.backfill.task import key_partition
-
+    `kafka.partitioning.key_partition`, on Spark workers, without producing it: every tail
+    length, ASCII and multibyte UTF-8, empty and long keys."""
+    rng = random.Random(6)
+    alphabet = "abcXYZ019-_ éü€日本語🙂"
     keys = [f"key-{i}" for i in range(300)] + ["", "ünïcödé", "a" * 200, "日本語のキー"]
-    for partitions in (1, 4, 7):
+    keys += ["".join(rng.choice(alphabet) for _ in range(n)) for n in range(21) for _ in range(5)]
+    keys += ["x" * n for n in range(1, 21)]
+    for partitions in (1, 4, 7, 100):
         ours = [key_partition(k, partitions) for k in keys]
         assert ours == java_partitions(keys, partitions)
