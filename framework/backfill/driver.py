@@ -64,6 +64,7 @@ from framework.backfill.plan import (
     start_watermarks,
     write_plan,
 )
+from framework.backfill.session import spark_version
 from framework.backfill.task import FAIL_ENV, TaskSettings, run_task
 from framework.core.api import MIN_TIME
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
@@ -127,6 +128,8 @@ def backfill(
             f"{spec.group} reads tables {sorted(spec.tables)}, which the backfill does not "
             "serve yet: process its history with `logwheel reset` and `logwheel run`"
         )
+    if spark is None:
+        spark_version()  # Spark is an extra: say so before anything else
     kafka = dict(kafka or {})
     admin = AdminClient(client_config(bootstrap, kafka))
     refuse_live_members(admin, spec, then="backfill")

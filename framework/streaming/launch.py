@@ -29,10 +29,14 @@ _PR_SET_PDEATHSIG = 1
 
 
 def load_pipeline(ref: str) -> Pipeline:
-    """Import `module:attr` (e.g. `jobs.zeitgeist:pipeline`) and check it is a Pipeline."""
+    """Import `module:attr` (e.g. `jobs.zeitgeist:pipeline`) and check it is a Pipeline. The
+    current directory is searched first, as `python -m` does: a job lives in its own
+    repository, and `logwheel` is a console script of an installed package."""
     module_name, _, attr = ref.partition(":")
     if not module_name or not attr:
         raise PipelineError(f"{ref!r} must be MODULE:ATTR, e.g. jobs.wordcount:pipeline")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
