@@ -1,19 +1,27 @@
 # logwheel job images. Two targets:
-#   job       (default) `logwheel run` and the commands that talk to an existing Kafka; no JVM
+#   job       (default) `logwheel run` and the commands that talk to an existing Kafka; the
+#             wheel without Spark, no JVM
 #             docker build -t logwheel .
 #             docker run --rm -e LOGWHEEL_BOOTSTRAP=host:9092 logwheel run jobs.zeitgeist:pipeline
-#   backfill  the job image plus Java and Spark's Kafka connector jars, for Spark backfills
-#             (`logwheel changelog dump TOPIC --spark`, framework.spark)
+#   backfill  the job image plus logwheel[spark], Java and Spark's Kafka connector jars
+#             (`logwheel backfill`, `logwheel changelog dump TOPIC --spark`)
 #             docker build --target backfill -t logwheel-backfill .
-# The embedded broker (framework/broker.py) is for development: containers use a real Kafka.
+# The embedded broker (framework/broker) is for development: containers use a real Kafka.
 
-# -- the Spark connector's jars, fetched by Maven as `make jars` does ------------------------
-FROM maven:3.9-eclipse-temurin-17 AS spark-jars
+# -- wheel: logwheel built as pip builds it for an index: the images install it, not a checkout
+FROM python:3.11-slim AS wheel
 WORKDIR /src
-COPY ops/fetch_jars.sh ops/fetch_jars.sh
-COPY ops/maven/spark-kafka ops/maven/spark-kafka
-# MVN_SETTINGS: Maven's defaults (ops/maven/settings.xml is for the development machine).
-RUN MVN_SETTINGS=/none ops/fetch_jars.sh ops/maven/spark-kafka /jars/spark-kafka
+COPY pyproject.toml README.md ./
+COPY framework framework
+COPY changelog changelog
+COPY jobs jobs
+RUN pip wheel --no-cache-dir --no-deps -w /dist .
+
+# -- the Spark connector's jars, from the pom an installed logwheel fetches them with ----------
+FROM maven:3.9-eclipse-temurin-17 AS spark-jars
+COPY framework/jvm/spark-kafka/pom.xml /src/pom.xml
+RUN mvn -q -B -f /src/pom.xml org.apache.maven.plugins:maven-dependency-plugin:2.8:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory=/jars/spark-kafka
 
 # -- job: the streaming runtime, no JVM ---------------------------------------------------
 FROM python:3.11-slim AS job
@@ -23,18 +31,14 @@ ENV PYTHONUNBUFFERED=1 \
     LOGWHEEL_STATE_DIR=/state \
     LOGWHEEL_LOG_FORMAT=json \
     LOGWHEEL_METRICS_PORT=9100
-WORKDIR /app
-# Dependencies first, so a code change does not reinstall them.
-COPY pyproject.toml README.md ./
-RUN mkdir -p framework changelog jobs && pip install . && pip uninstall -y logwheel
-COPY framework framework
-COPY changelog changelog
-COPY jobs jobs
-COPY schemas schemas
-# Editable, so schemas/ stays beside the packages where framework.serde looks for it.
-RUN pip install --no-deps -e . \
+COPY --from=wheel /dist /dist
+# Installed from the wheel, not editable: the image carries no checkout (logwheel's own schemas
+# are package data). The demo jobs' schemas are ./schemas of the working directory.
+RUN pip install /dist/logwheel-*.whl \
     && useradd --system --uid 10001 --home-dir /state --shell /usr/sbin/nologin logwheel \
     && mkdir -p /state && chown logwheel /state
+WORKDIR /app
+COPY schemas schemas
 USER logwheel
 # Task stores (RocksDB), the instance id and the state-dir lock. Each container its own:
 # replicas of a computation must not share one (the lock refuses a second process).
@@ -53,7 +57,8 @@ FROM job AS backfill
 USER root
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
-    && rm -rf /var/lib/apt/lists/*
+    && rm -rf /var/lib/apt/lists/* \
+    && pip install "$(ls /dist/logwheel-*.whl)[spark]"
 COPY --from=spark-jars /jars/spark-kafka /opt/logwheel/jars/spark-kafka
 ENV LOGWHEEL_SPARK_JARS=/opt/logwheel/jars/spark-kafka
 USER logwheel
