@@ -40,7 +40,8 @@ from tests.support import (
     write_job,
 )
 
-pytestmark = pytest.mark.timeout(900)
+# one worker runs the module, so its module-scoped fixture is made once
+pytestmark = [pytest.mark.timeout(900), pytest.mark.xdist_group("backfill")]
 
 T0 = 1_700_000_000_000
 

@@ -35,7 +35,8 @@ from framework.jvm.jars import kafka_jars
 from framework.kafka.topics import pipeline_topics
 from tests.support import REPO, Wordcount, wait_for, wait_until_resettable
 
-pytestmark = pytest.mark.timeout(600)
+# one worker runs the module, so its module-scoped fixture is made once
+pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("security")]
 
 
 @pytest.fixture(scope="module")
