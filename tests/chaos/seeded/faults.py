@@ -44,7 +44,7 @@ class ChaosBroker:
     broker faults never touch, as a production controller quorum outlives a broker's crash:
     with one combined JVM, a restarted node acted on the metadata it replayed before the
     controller in it fenced its previous incarnation, and its partitions had no leader for a
-    moment while its transaction coordinator sent markers (README, the seeded chaos run). The
+    moment while its transaction coordinator sent markers (docs/chaos.md). The
     broker and controller log what explains a hanging transaction (`LOG4J`)."""
 
     def __init__(self, home: Path) -> None:
