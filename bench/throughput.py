@@ -66,7 +66,7 @@ from confluent_kafka import Producer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers  # noqa: E402
 from framework import Pipeline  # noqa: E402
-from framework.broker.embedded import any_free_port  # noqa: E402
+from framework.broker.host import any_free_port  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
 from jobs.wordcount import CountWords  # noqa: E402
 from tests.support import Job, unique_name  # noqa: E402

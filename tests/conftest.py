@@ -166,7 +166,8 @@ def _container() -> Iterator[str]:
 @contextmanager
 def _embedded(home: Path) -> Iterator[str]:
     """The shared embedded test broker, with a lease per session (a file named by its pid)."""
-    from framework.broker.embedded import Broker, _alive
+    from framework.broker.embedded import Broker
+    from framework.broker.host import alive
 
     broker = Broker(home)
     leases, marker = broker.home / "leases", broker.home / "started-by-tests"
@@ -188,7 +189,7 @@ def _embedded(home: Path) -> Iterator[str]:
     finally:
         lease.unlink(missing_ok=True)
         with broker.lock():
-            others = [p for p in leases.iterdir() if p.name.isdigit() and _alive(int(p.name))]
+            others = [p for p in leases.iterdir() if p.name.isdigit() and alive(int(p.name))]
             for stale in set(leases.iterdir()) - set(others):
                 stale.unlink(missing_ok=True)
             keep = os.environ.get("LOGWHEEL_KEEP_TEST_BROKER") == "1"

@@ -18,27 +18,36 @@ else this broker, started if needed (`bootstrap_from`).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import fcntl
 import json
 import logging
 import os
-import random
-import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
 
+from framework.broker.host import (
+    BrokerError,
+    accepts,
+    alive,
+    any_free_port,
+    cluster_id,
+    cmdline,
+    find_java,
+    metadata_answers,
+    port_free,
+    read_json,
+    read_number,
+    wait_exit,
+    write_properties,
+)
 from framework.broker.readiness import coordinators_serve
 from framework.broker.roles import (
     CONTROLLER_ONLY,
@@ -54,14 +63,11 @@ from framework.broker.security import (
     Credentials,
     SecurityError,
     last_line,
-    write_private,
 )
-from framework.errors import ConfigurationError
 from framework.jvm.jars import kafka_jars
 
 DEFAULT_PORT = 9092
 DEFAULT_SECURE_PORT = 9094
-MIN_JAVA = 17
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 JVM_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
@@ -118,11 +124,6 @@ SINGLE_NODE_SETTINGS = {
 """Broker settings for a single node; docker-compose.yml and the test container use the same."""
 
 log = logging.getLogger(__name__)
-N = TypeVar("N", int, float)
-
-
-class BrokerError(ConfigurationError):
-    """A problem the user must fix; the message is one line that names the fix."""
 
 
 @dataclass(frozen=True)
@@ -213,13 +214,13 @@ class Broker:
         return self._running_pid(self.controller, say)
 
     def _running_pid(self, role: Role, say: Callable[[str], None] | None) -> int | None:
-        pid = _read_number(role.pid_file, int)
+        pid = read_number(role.pid_file, int)
         if pid is not None and self._is_ours(pid, role):
             return pid
         if say is None:
             return self._find_orphan(role)
         if pid is not None:
-            what = _cmdline(pid) if _alive(pid) else None
+            what = cmdline(pid) if alive(pid) else None
             if what:
                 say(
                     f"note: {role.pid_file} named pid {pid}, which is now another program "
@@ -236,13 +237,13 @@ class Broker:
 
     def port(self) -> int | None:
         """The client port chosen at the first start, if any."""
-        saved = _read_json(self.ports_file)
+        saved = read_json(self.ports_file)
         return saved.get("port") if saved else None
 
     def status(self) -> str | None:
         """The bootstrap address when the broker runs and its port answers, else None."""
         port = self.port()
-        if self.running_pid() and port and _accepts(port):
+        if self.running_pid() and port and accepts(port):
             return f"127.0.0.1:{port}"
         return None
 
@@ -270,7 +271,7 @@ class Broker:
                 self._wait_ready(pid, bootstrap, timeout, began)
                 return Started(bootstrap, False, time.monotonic() - began, pid)
             self._check_mode()
-            java = _java()
+            java = find_java()
             jars = kafka_jars()
             if self.secure:
                 self._make_credentials(java)
@@ -278,7 +279,7 @@ class Broker:
             running += ("controller_port",) if controller_pid is not None else ()
             ports = self._choose_ports(port, running)
             self._write_config(ports)
-            cluster = self.node.cluster_id() or self.controller.cluster_id() or _cluster_id()
+            cluster = self.node.cluster_id() or self.controller.cluster_id() or cluster_id()
             if not controller_up:
                 self._format(java, jars, self.controller, cluster)
                 cpid = self._spawn(java, jars, self.controller)
@@ -318,7 +319,7 @@ class Broker:
             pid = self.running_pid()
             if pid is not None:
                 os.kill(pid, signal.SIGKILL)
-                _wait_exit(pid, 30)
+                wait_exit(pid, 30)
                 self._went_down()
             self.pid_file.unlink(missing_ok=True)
             return pid
@@ -327,11 +328,11 @@ class Broker:
         pid = self._running_pid(role, say=lambda _: None)
         if pid is not None:
             os.kill(pid, signal.SIGTERM)
-            if not _wait_exit(pid, timeout):
+            if not wait_exit(pid, timeout):
                 what = role.name
                 log.warning("%s pid %d ignored SIGTERM for %.0fs; killing it", what, pid, timeout)
                 os.kill(pid, signal.SIGKILL)
-                _wait_exit(pid, 10)
+                wait_exit(pid, 10)
             if role is self.node:
                 self._went_down()
         role.pid_file.unlink(missing_ok=True)
@@ -357,11 +358,11 @@ class Broker:
         counts from when it answers there."""
         if not self.node.formatted:
             return  # never registered
-        down = _read_number(self.down_file, float)
+        down = read_number(self.down_file, float)
         alive = time.time() if down is None else down
         if fresh is not None:
             deadline = time.monotonic() + timeout
-            while not _accepts(fresh) and time.monotonic() < deadline:
+            while not accepts(fresh) and time.monotonic() < deadline:
                 time.sleep(0.1)
             alive = time.time()
         session = int(self.settings.get("broker.session.timeout.ms", SESSION_TIMEOUT_MS)) / 1000
@@ -424,7 +425,7 @@ class Broker:
     def _choose_ports(self, wanted: int | None, running: tuple[str, ...] = ()) -> dict[str, int]:
         """Pick and persist the client and controller ports (see `start`). `running` names
         the ports ("port", "controller_port") a process of this home listens on: they stay."""
-        saved = _read_json(self.ports_file) or {}
+        saved = read_json(self.ports_file) or {}
         env = os.environ.get("LOGWHEEL_BROKER_PORT")
         if wanted is None and env:
             if not env.isdigit():
@@ -432,7 +433,7 @@ class Broker:
             wanted = int(env)
         if wanted is None and "port" in saved:
             wanted, origin = saved["port"], f"saved in {self.ports_file}"
-        elif wanted == 0 and saved.get("port") and _free(saved["port"]):
+        elif wanted == 0 and saved.get("port") and port_free(saved["port"]):
             wanted, origin = saved["port"], "saved"
         else:
             origin = "asked for"
@@ -440,10 +441,10 @@ class Broker:
         if "port" in running and saved.get("port"):
             port = saved["port"]
         elif wanted is None:
-            port = default if _free(default) else any_free_port()
+            port = default if port_free(default) else any_free_port()
         elif wanted == 0:
             port = any_free_port()
-        elif _free(wanted):
+        elif port_free(wanted):
             port = wanted
         else:
             raise BrokerError(
@@ -453,7 +454,7 @@ class Broker:
         controller = saved.get("controller_port", port + 1)
         if "controller_port" in running:
             pass  # the running controller listens there
-        elif controller == port or not _free(controller):
+        elif controller == port or not port_free(controller):
             controller = any_free_port(avoid=port)
         ports = {"port": port, "controller_port": controller}
         self.ports_file.write_text(json.dumps(ports) + "\n")
@@ -473,11 +474,11 @@ class Broker:
             settings = {k: v for k, v in settings.items() if k not in CONTROLLER_ONLY}
         if self.secure:
             settings.update(self.credentials.server_settings(port, controller))
-        _write_properties(self.config_file, settings)
+        write_properties(self.config_file, settings)
         if self.separate:
             self.controller.config_file.parent.mkdir(parents=True, exist_ok=True)
             alone = separate_controller(controller, self.controller.data_dir)
-            _write_properties(
+            write_properties(
                 self.controller.config_file, {**alone, **SINGLE_NODE_SETTINGS, **self.settings}
             )
 
@@ -531,7 +532,7 @@ class Broker:
         group and transaction coordinators serve (broker/readiness.py)."""
         deadline = began + timeout
         while time.monotonic() < deadline:
-            if not _alive(pid):
+            if not alive(pid):
                 self.pid_file.unlink(missing_ok=True)
                 raise BrokerError(
                     f"the broker exited while starting ({self._last_error()}); see {self.log_file}"
@@ -544,7 +545,7 @@ class Broker:
                 )
             port = int(bootstrap.rsplit(":", 1)[1])
             settings = self.client_settings()
-            if _accepts(port) and _metadata_answers(bootstrap, settings):
+            if accepts(port) and metadata_answers(bootstrap, settings):
                 partitions = int(SINGLE_NODE_SETTINGS["offsets.topic.num.partitions"])
                 if coordinators_serve(bootstrap, settings, partitions, deadline):
                     return
@@ -565,7 +566,7 @@ class Broker:
         return self.credentials.redact((errors or lines or ["no log output"])[-1].strip()[:300])
 
     def _is_ours(self, pid: int, role: Role | None = None) -> bool:
-        command = _cmdline(pid) if _alive(pid) else None
+        command = cmdline(pid) if alive(pid) else None
         config = str((role or self.node).config_file)
         return bool(command) and "kafka.Kafka" in command and config in command
 
@@ -577,146 +578,4 @@ class Broker:
         for entry in proc.iterdir():
             if entry.name.isdigit() and self._is_ours(int(entry.name), role):
                 return int(entry.name)
-        return None
-
-
-# -- environment checks -------------------------------------------------------------------
-
-
-def _java() -> str:
-    """The java executable, checked to be Java 17 or newer."""
-    java = shutil.which("java")
-    fix = "install Java 17+ (apt-get install openjdk-17-jre-headless)"
-    if java is None:
-        raise BrokerError(f"no `java` on PATH: {fix}")
-    try:
-        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise BrokerError(f"`{java} -version` failed ({err}): {fix}") from err
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
-    major = int(found.group(1)) if found else 0
-    if found and major == 1:  # "1.8.0_292" is Java 8
-        major = int(found.group(2) or 0)
-    if major < MIN_JAVA:
-        seen = f"Java {major}" if found else "an unknown Java"
-        raise BrokerError(f"{java} is {seen}; Kafka needs Java {MIN_JAVA}+: {fix}")
-    return java
-
-
-def _cluster_id() -> str:
-    """A random Kafka cluster id: 16 bytes, URL-safe base64 without padding, not led by '-'."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
-
-
-# -- processes and ports ------------------------------------------------------------------
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie does not; our own exited children are reaped)."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-    except OSError:
-        return ""
-
-
-def _wait_exit(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.1)
-    return not _alive(pid)
-
-
-def _free(port: int) -> bool:
-    """Whether a listener could bind 127.0.0.1:port (TIME_WAIT leftovers do not count)."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def any_free_port(avoid: int = 0) -> int:
-    """A free port below the kernel's ephemeral range: a port the kernel hands out could be
-    taken by any client's outgoing connection while the JVM starts or restarts (seen as a
-    broker that exits at start, its port in use)."""
-    low = _ephemeral_low()
-    rng = random.Random()
-    while True:
-        port = rng.randrange(min(10_000, low // 2), low)
-        if port != avoid and _free(port):
-            return port
-
-
-def _ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
-    try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768  # Linux's default
-
-
-def _accepts(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1.0)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-_QUIET = logging.getLogger("logwheel.broker.librdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
-
-
-def _metadata_answers(bootstrap: str, settings: dict[str, str]) -> bool:
-    """Whether the broker serves metadata and has registered itself (it is unfenced)."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({**settings, "bootstrap.servers": bootstrap, "logger": _QUIET})
-    try:
-        return bool(admin.list_topics(timeout=2).brokers)
-    except KafkaException:
-        return False
-
-
-def _write_properties(path: Path, settings: dict[str, str]) -> None:
-    lines = [f"{k}={v}" for k, v in settings.items()]
-    # 0600: a secure broker's file holds the key stores' and its own user's passwords
-    write_private(path, "# written by logwheel at every start\n" + "\n".join(lines))
-
-
-def _read_number(path: Path, kind: type[N]) -> N | None:
-    """The number a pid or time file holds; None if it is missing or garbled."""
-    try:
-        return kind(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
         return None

@@ -11,15 +11,13 @@ producer has completed `init_transactions`.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-_QUIET = logging.getLogger("logwheel.broker.librdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
+from framework.broker.host import QUIET
+
 PROBE = "logwheel-ready"
 
 
@@ -58,7 +56,7 @@ def offsets_served(bootstrap: str, settings: dict, group: str, timeout: float) -
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "enable.auto.commit": False,
-            "logger": _QUIET,
+            "logger": QUIET,
         }
     )
     try:
@@ -78,7 +76,7 @@ def transactions_served(bootstrap: str, settings: dict, timeout: float) -> bool:
             "bootstrap.servers": bootstrap,
             "transactional.id": f"{PROBE}-{uuid.uuid4().hex[:8]}",
             "transaction.timeout.ms": 10_000,
-            "logger": _QUIET,
+            "logger": QUIET,
         }
     )
     try:

@@ -27,7 +27,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from framework.broker import embedded as broker_mod
+from framework.broker import host
 from framework.broker.embedded import Broker
 from framework.broker.security import ADMIN_USER, JOB_USER, PASSWORD_VARS
 from framework.errors import ConfigurationError
@@ -42,7 +42,7 @@ pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("security")]
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory) -> Broker:
     try:  # a machine with Docker instead of Java runs the other suites, not this one
-        broker_mod._java(), kafka_jars()
+        host.find_java(), kafka_jars()
     except ConfigurationError as missing:
         pytest.skip(f"the secure broker is the embedded one: {missing}")
     broker = Broker(tmp_path_factory.mktemp("secure-broker"), secure=True)

@@ -24,7 +24,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from framework.broker.embedded import Broker, _alive
+from framework.broker.embedded import Broker
+from framework.broker.host import alive
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -69,7 +70,7 @@ def _leaders(bootstrap: str, topic: str) -> list[int]:
 
 def _sigkill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
-    while _alive(pid):  # reaps it: the JVM is this process's child
+    while alive(pid):  # reaps it: the JVM is this process's child
         time.sleep(0.05)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from framework.broker import embedded as broker_mod
+from framework.broker import host
 from framework.broker.embedded import Broker, BrokerError
 
 
@@ -43,15 +44,15 @@ def test_ports_are_persisted_and_reused(home):
 def test_chosen_ports_lie_below_the_ephemeral_range(tmp_path):
     """A port in the kernel's ephemeral range may be taken by a client's outgoing connection
     while the broker starts."""
-    assert broker_mod._ephemeral_low() > 10_000
-    ports = [broker_mod.any_free_port() for _ in range(50)]
-    assert all(port < broker_mod._ephemeral_low() for port in ports)
+    assert host.ephemeral_low() > 10_000
+    ports = [host.any_free_port() for _ in range(50)]
+    assert all(port < host.ephemeral_low() for port in ports)
     (tmp_path / "range").write_text("20000\t60999\n")
-    assert broker_mod._ephemeral_low(tmp_path / "range") == 20000
+    assert host.ephemeral_low(tmp_path / "range") == 20000
 
 
 def test_env_port_is_used(home, monkeypatch):
-    free = broker_mod.any_free_port()
+    free = host.any_free_port()
     monkeypatch.setenv("LOGWHEEL_BROKER_PORT", str(free))
     assert _choose(home)["port"] == free
 
@@ -142,7 +143,7 @@ def test_compose_broker_has_the_single_node_settings():
 
 def test_cluster_ids_look_like_kafka_uuids():
     for _ in range(200):
-        cid = broker_mod._cluster_id()
+        cid = host.cluster_id()
         assert len(cid) == 22 and not cid.startswith("-") and "=" not in cid
 
 
@@ -157,18 +158,18 @@ def _fake_java(tmp_path, version_line):
 def test_java_8_is_refused_with_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(_fake_java(tmp_path, 'java version "1.8.0_292"')))
     with pytest.raises(BrokerError, match=r"Java 8; .*install Java 17\+"):
-        broker_mod._java()
+        host.find_java()
 
 
 def test_java_21_is_accepted(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(_fake_java(tmp_path, 'openjdk version "21.0.2" 2024-01-16')))
-    assert broker_mod._java().endswith("/java")
+    assert host.find_java().endswith("/java")
 
 
 def test_no_java_names_the_package(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(BrokerError, match="apt-get install openjdk-17-jre-headless"):
-        broker_mod._java()
+        host.find_java()
 
 
 def test_stale_pid_file_is_removed_and_said(home):
