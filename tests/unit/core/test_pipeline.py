@@ -1,0 +1,58 @@
+"""Declaring a pipeline: the topics a declaration implies, and declarations that cannot work
+refused at once, each in one line that names the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from framework import Computation, Pipeline, PipelineError, key_by
+from framework.core.api import Record
+
+
+class Noop(Computation):
+    def process_record(self, ctx, record):
+        pass
+
+
+def test_a_computation_names_its_topics_after_the_pipeline():
+    spec = (
+        Pipeline("shop")
+        .source("orders")
+        .computation("totals", Noop, inputs={"orders": key_by("user")})["totals"]
+    )
+    assert spec.group == "shop.totals"
+    assert (spec.changelog, spec.timers) == ("shop.totals.changelog", "shop.totals.timers")
+    assert (spec.watermarks, spec.dlq) == ("shop.totals.watermarks", "shop.totals.dlq")
+    assert spec.by_key("orders") == "shop.totals.orders.by-key"
+    assert sorted(spec.consumed_topics) == ["orders", "shop.totals.orders.by-key"]
+
+
+def test_key_by_takes_a_field_and_names_a_missing_one():
+    route = key_by("user")
+    assert route(Record("k", {"user": "ann"}, 0, "s", "id")) == "ann"
+    with pytest.raises(KeyError):
+        route(Record("k", {"other": 1}, 0, "s", "id"))
+
+
+@pytest.mark.parametrize(
+    ("declare", "fix"),
+    [
+        (lambda: Pipeline("Bad Name"), r"must match \[a-z\]\[a-z0-9-\]\*, e\.g\. 'zeitgeist'"),
+        (lambda: Pipeline("p").source("s").source("s"), "source 's' is declared twice"),
+        (
+            lambda: Pipeline("p").source("s").computation("c", Noop, inputs={"nope": None}),
+            r"declare it with pipeline\.source\('nope', \.\.\.\)",
+        ),
+        (
+            lambda: (
+                Pipeline("p")
+                .source("s")
+                .computation("c", Noop, inputs={"s": None}, guarantee="maybe")
+            ),
+            "use one of",
+        ),
+    ],
+)
+def test_a_declaration_that_cannot_work_is_refused_naming_the_fix(declare, fix):
+    with pytest.raises(PipelineError, match=fix):
+        declare().validate()
