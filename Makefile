@@ -6,9 +6,9 @@ PY := $(VENV)/bin/python
 KAFKA_JARS := ops/jars/kafka
 SPARK_JARS := ops/jars/spark-kafka
 PYTEST_ARGS ?=
-# Tests mostly wait on brokers and processes: four run side by side (pytest-xdist), each with
-# its own topics, groups and state; PYTEST_WORKERS=0 runs them one at a time.
-PYTEST_WORKERS ?= 4
+# Tests mostly wait on brokers and processes: three test files run side by side (pytest-xdist),
+# each test with its own topics, groups and state; PYTEST_WORKERS=0 runs them one at a time.
+PYTEST_WORKERS ?= 3
 
 .DEFAULT_GOAL := help
 .PHONY: help venv jars test demo enrich-demo chaos soak bench lint broker broker-stop
@@ -46,7 +46,7 @@ $(SPARK_JARS)/.stamp: framework/jvm/spark-kafka/pom.xml $(VENV)/.stamp
 
 test: venv jars lint
 	$(PY) -m framework.cli schemas check
-	$(PY) -m pytest -q -ra --durations=10 -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS) tests
+	$(PY) -m pytest -q -ra --durations=10 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests
 
 demo: venv jars
 	$(PY) -m framework.cli broker start

@@ -40,8 +40,7 @@ from tests.support import (
     write_job,
 )
 
-# one worker runs the module, so its module-scoped fixture is made once
-pytestmark = [pytest.mark.timeout(900), pytest.mark.xdist_group("backfill")]
+pytestmark = pytest.mark.timeout(900)
 
 T0 = 1_700_000_000_000
 

@@ -35,8 +35,7 @@ from framework.jvm.jars import kafka_jars
 from framework.kafka.topics import pipeline_topics
 from tests.support import REPO, Wordcount, wait_for, wait_until_resettable
 
-# one worker runs the module, so its module-scoped fixture is made once
-pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("security")]
+pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")

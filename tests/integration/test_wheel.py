@@ -18,8 +18,7 @@ import pytest
 from framework.serde.codecs import load_schemas
 from tests.support import REPO, produce, read_topic, unique_name, wait_for
 
-# one worker runs the module, so its module-scoped fixture is made once
-pytestmark = [pytest.mark.timeout(1200), pytest.mark.xdist_group("wheel")]
+pytestmark = pytest.mark.timeout(1200)
 
 JOB = """
 from framework import Computation, Pipeline
