@@ -30,6 +30,16 @@ def set_max_bytes(kafka: str, topic: str, limit: int) -> None:
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[entry])
     admin = AdminClient({"bootstrap.servers": kafka})
     admin.incremental_alter_configs([resource])[resource].result(30)
+    # The controller has the change; the broker applies it from the metadata log a moment
+    # later (under load, after the next production had passed the old limit). It answers
+    # DescribeConfigs from what it applied.
+    plain = ConfigResource(ConfigResource.Type.TOPIC, topic)
+
+    def applied() -> bool:
+        configs = admin.describe_configs([plain])[plain].result(30)
+        return configs["max.message.bytes"].value == str(limit)
+
+    wait_for(applied, timeout=30, what=f"max.message.bytes={limit} on {topic}")
 
 
 def stages(kafka: str, dlq: str, expect: int) -> list[tuple[str, str]]:
