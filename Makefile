@@ -46,7 +46,7 @@ $(SPARK_JARS)/.stamp: framework/jvm/spark-kafka/pom.xml $(VENV)/.stamp
 
 test: venv jars lint
 	$(PY) -m framework.cli schemas check
-	$(PY) -m pytest -q -ra --durations=10 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests
+	$(PY) -m pytest -q -ra --durations=10 -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS) tests
 
 demo: venv jars
 	$(PY) -m framework.cli broker start

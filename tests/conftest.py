@@ -88,9 +88,9 @@ def create_topics(
         time.sleep(0.1)
 
 
-LONGEST_FIRST = ("tests/chaos/test_seeded_chaos.py",)
-"""`make test` runs test files side by side (pytest-xdist, a file per worker): the seeded chaos
-run takes minutes, so it starts first rather than last."""
+LONGEST_FIRST = ("tests/chaos/test_seeded_chaos.py", "tests/chaos/test_seeded_verifier.py")
+"""`make test` runs test files side by side (pytest-xdist, a file per worker, in collection
+order): the seeded chaos runs take minutes, so they start first rather than last."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
 import tempfile
 import threading
@@ -53,6 +54,11 @@ class Size:
     commit_interval_ms: int | None = None  # `logwheel run --commit-interval-ms`, if not default
     backlog: bool = False  # the whole input first, then the instances (FaultInjector.on_backlog)
 
+
+FULL_RUN = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
+"""`make chaos`: the full size; `make test` runs the reduced one."""
+SEED = int(os.environ.get("LOGWHEEL_CHAOS_SEED", "20261123"))
+"""The seed `make test` replays; LOGWHEEL_CHAOS_SEED replays another."""
 
 REDUCED = Size(lines=36_000, line_rate=300, windows=120, per_window=140, span=110, per_kind=10)
 FULL = Size(
