@@ -8,6 +8,7 @@ and short session timeouts from `[kafka]` in `--config`.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import signal
 import threading
@@ -181,9 +182,11 @@ class FaultInjector:
     on a thread of its own (one fault at a time per instance), at their times.
 
     `on_backlog`: the instances start with a backlog to work off, and a SIGKILL waits until its
-    target has taken its partitions, lets it work `hold` s, kills it and starts it again at
-    once (so the kill lands while it works the backlog off); otherwise a SIGKILL kills at once
-    and `hold` is the time down."""
+    target has taken its partitions, lets it work `hold` s of CPU (on a loaded machine that
+    takes longer than `hold` s of wall time, and a kill after a fixed wall time could land
+    before the target delivered anything), kills it and starts it again at once (so the kill
+    lands while it works the backlog off); otherwise a SIGKILL kills at once and `hold` is the
+    time down."""
 
     def __init__(
         self, broker: ChaosBroker, instances: list[Instance], malformed, on_backlog: bool = False
@@ -249,7 +252,7 @@ class FaultInjector:
             target.check()
             if kind == "sigkill" and self.on_backlog:
                 working = _wait_working(target)
-                time.sleep(fault.hold)
+                _let_work(target, fault.hold)
                 target.job.kill()
                 target.start()
                 return f"{target.name} {'after' if working else 'before'} taking its partitions"
@@ -279,6 +282,31 @@ class FaultInjector:
         target.job.kill()
         target.start()
         return f"{target.name} {'killed restoring' if restoring else 'killed after restore'}"
+
+
+def _let_work(target: Instance, cpu_seconds: float, timeout: float = 30) -> None:
+    """Wait until `target`'s processes have used `cpu_seconds` more of CPU (or `timeout`)."""
+    pid = target.job.proc.pid
+    start, deadline = _tree_cpu(pid), time.monotonic() + timeout
+    while time.monotonic() < deadline and target.job.alive():
+        if _tree_cpu(pid) - start >= cpu_seconds:
+            return
+        time.sleep(0.02)
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds used so far by `pid` and its descendants (Linux /proc)."""
+    tick, total, stack = os.sysconf("SC_CLK_TCK"), 0.0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{current}/task").iterdir():
+                stack += [int(child) for child in (task / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):  # it ended meanwhile
+            continue
+    return total
 
 
 def _wait_working(target: Instance, timeout: float = 30) -> bool:
