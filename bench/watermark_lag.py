@@ -1,6 +1,6 @@
 """Low watermark lag behind wall time in a three-stage pipeline, beside MillWheel §8.2 (Fig. 15).
 
-The pipeline: an `Injector` (framework/injector.py, in a thread of this process) writes
+The pipeline: an `Injector` (framework/streaming/injector.py, in a thread of this process) writes
 `{"seq", "a", "b", "c"}` records to a 4-partition source stream at a steady rate with Kafka
 timestamp = wall-clock send time, and every `--advance-ms` commits them with the watermark
 `now − --bound-ms` (one transaction: records + mark). Three computations follow, each its own

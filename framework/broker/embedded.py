@@ -6,10 +6,10 @@ owns under one directory: `data/` (the log), `server.properties` (rewritten at e
 `ports.json` (ports chosen at the first start and reused later, so addresses stay stable),
 `broker.pid` and `broker.log` (the JVM's output, WARN and above). A secure broker
 (`Broker(home, secure=True)`, `logwheel broker start --secure`) also keeps its certificates and
-passwords in `security/` (framework/broker_security.py); a home is secure or plain for life.
+passwords in `security/` (framework/broker/security.py); a home is secure or plain for life.
 A broker with a separate controller (`Broker(home, separate_controller=True)`, `logwheel broker
 start --separate-controller`) runs its KRaft controller in a second JVM whose files live in
-`controller/` (framework/broker_roles.py); a home is separated or combined for life, and
+`controller/` (framework/broker/roles.py); a home is separated or combined for life, and
 `stop` stops both JVMs.
 
 Bootstrap addresses are resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`,
@@ -462,7 +462,7 @@ class Broker:
 
     def _write_config(self, ports: dict[str, int]) -> None:
         """Write server.properties (and, separated, controller.properties): KRaft, node 1,
-        listeners on 127.0.0.1 (framework/broker_roles.py).
+        listeners on 127.0.0.1 (framework/broker/roles.py).
 
         A static voter set (not `--standalone`) lets the controller port change between
         starts without reformatting."""

@@ -1,5 +1,5 @@
 """Moves what a process counted in plain integers into its Prometheus metrics, once a second,
-so the per-record path pays nothing for them (framework/metrics.py)."""
+so the per-record path pays nothing for them (framework/core/metrics.py)."""
 
 from __future__ import annotations
 
