@@ -2,8 +2,8 @@
 
 `kafka` is a bootstrap address. Where it comes from (`choose_broker`): `LOGWHEEL_BOOTSTRAP` if
 set; else a testcontainers Kafka when a Docker engine answers; else the embedded broker of
-framework/broker/embedded.py in its own directory (.logwheel/test-broker, own port), so a developer's
-broker is never touched. `LOGWHEEL_TEST_BROKER=embedded|docker` forces the choice.
+framework/broker/embedded.py in its own directory (.logwheel/test-broker, own port), so a
+developer's broker is never touched. `LOGWHEEL_TEST_BROKER=embedded|docker` forces the choice.
 
 The embedded test broker starts with an empty log at the first session that needs it and is
 stopped by the last session still using it (sessions of several developers or terminals may
