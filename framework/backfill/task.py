@@ -71,7 +71,7 @@ def route(
     try:
         raw = None if value is None else bytes(value)
         record = decode_record(
-            pipeline, stream, key, raw, timestamp, headers, f"{topic}/{partition}/{offset}"
+            pipeline, stream, key, raw, timestamp, headers, f"{topic}/{partition}/", offset
         )
     except BadRecord as error:
         return None, "decode", type(error.cause).__name__, str(error)
@@ -86,14 +86,14 @@ _decoders: dict[tuple[str, str], Any] = {}  # (pipeline, stream): a worker runs 
 
 def decode_record(
     pipeline: Pipeline, stream: str, key: bytes | None, value: bytes, timestamp: int,
-    headers: Any, offset_id: str,
+    headers: Any, id_prefix: str, offset: int,
 ) -> Record:  # fmt: skip
     """The record as the streaming side decodes it (`kafka.records.decode_record`), with the
     stream's decoder made once per worker."""
     decode = _decoders.get((pipeline.name, stream))
     if decode is None:
         decode = _decoders[(pipeline.name, stream)] = decoder_for(pipeline.schema_of(stream))
-    return kafka_record(decode, stream, key, value, timestamp, headers, offset_id)
+    return kafka_record(decode, stream, key, value, timestamp, headers, id_prefix, offset)
 
 
 class Source:
@@ -240,7 +240,7 @@ class _TaskRun:
                 try:
                     record = decode_record(
                         s.pipeline, stream, kafka_key, value, ts, headers,
-                        f"{topic}/{partition}/{offset}",
+                        f"{topic}/{partition}/", offset,
                     )  # fmt: skip
                 except BadRecord as error:
                     self._dead_letter(source, error, error.stage)

@@ -20,11 +20,13 @@ def decode_record(
     value: bytes | None,
     timestamp: int,
     headers: Headers,
-    offset_id: str,
+    id_prefix: str,
+    offset: int,
 ) -> Record:
     """The record of `stream` a Kafka record carries: its key (UTF-8, "" when absent), its
-    value decoded, its id (the `logwheel.id` header, else `offset_id`, "topic/partition/offset");
-    BadRecord at stage "decode" when any of them cannot be read."""
+        value decoded, its id (the `logwheel.id` header, else `id_prefix` + offset, the prefix being
+    "topic/partition/");
+        BadRecord at stage "decode" when any of them cannot be read."""
     try:
         decoded = decode(value)
         rid = None
@@ -32,8 +34,8 @@ def decode_record(
             for name, header in headers:
                 if name == ID_HEADER:
                     rid = header.decode()
-        return make_record(
-            key.decode() if key else "", decoded, timestamp, stream, rid or offset_id
-        )
+        key_text = key.decode() if key else ""
+        rid = rid or f"{id_prefix}{offset}"
+        return make_record(key_text, decoded, timestamp, stream, rid)
     except Exception as error:
         raise BadRecord("decode", str(error), error) from error

@@ -77,7 +77,8 @@ class InputPartition:
             msg.value(),
             msg.timestamp()[1],
             msg.headers(),
-            self._id_prefix + str(msg.offset()),
+            self._id_prefix,
+            msg.offset(),
         )
 
 
