@@ -18,7 +18,7 @@ from framework.core.dead_letters import ErrorPolicy
 from framework.core.metrics import REBALANCES
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.watermarks import partition_watermark
-from framework.errors import Rejoin
+from framework.errors import Rejoin, Retry
 from framework.kafka.collector import Collector
 from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
@@ -138,9 +138,10 @@ class Member:
             self.committer.abandon()
         try:
             self.consumer.close()
-        except (KafkaException, RuntimeError, Rejoin) as error:
+        except (KafkaException, RuntimeError, Rejoin, Retry) as error:
             log.warning("%s: closing the consumer: %s", self.spec.group, error)
-        self.tasks.close()
+        finally:  # the stores, whatever happened: the next membership opens them again
+            self.tasks.close()
         self.channels.close()
         self.restorer.consumer.close()
         if clean:

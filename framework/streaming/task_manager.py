@@ -126,13 +126,14 @@ class TaskManager:
                 if p in self.standbys:  # warm: its restore reads only the tail
                     self.restorer.remove(p)
                     self.standbys.pop(p).close()
-                store = TaskStore(self.state_dir / f"task-{p}", decode_timer)
+                # Owned before anything that can fail: `close` must find every open store,
+                # or the next membership in this process meets RocksDB's lock on it.
+                store = self.restoring[p] = TaskStore(self.state_dir / f"task-{p}", decode_timer)
                 self.restorer.add(p, store)
-                self.restoring[p] = store
         for p, store in self.restorer.step() if self.restorer.busy() else ():
-            del self.restoring[p]
             views = self.tables.add(p) if self.tables is not None else None
             self.tasks[("k", p)] = task = KeyedTask(self.rt, p, store, views)
+            del self.restoring[p]
             self._fresh.append(task)
             ready += [tp for tp in self.waiting if tp[1] == p and tp[0] not in self.repartitioned]
         if ready:
@@ -150,9 +151,8 @@ class TaskManager:
             self.restorer.remove(p)
             self.standbys.pop(p).close()
         for p in sorted(wanted - set(self.standbys)):
-            store = TaskStore(self.state_dir / f"task-{p}", decode_timer)
+            store = self.standbys[p] = TaskStore(self.state_dir / f"task-{p}", decode_timer)
             self.restorer.add(p, store, standby=True)
-            self.standbys[p] = store
         if wanted:
             log.info("%s: standby replicas of partitions %s", self.spec.group, sorted(wanted))
 

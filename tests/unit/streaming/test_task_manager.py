@@ -4,10 +4,14 @@ stops it. (Restore inside the callback could outlive max.poll.interval.ms.)"""
 
 from __future__ import annotations
 
+import pytest
 from confluent_kafka import TopicPartition
 
 from framework.core.dead_letters import ErrorPolicy
+from framework.core.timers import decode_timer
+from framework.errors import Retry
 from framework.kafka.output import Runtime
+from framework.state.store import TaskStore
 from framework.streaming.task import KeyedTask
 from framework.streaming.task_manager import TaskManager
 from jobs.wordcount import build
@@ -98,7 +102,6 @@ def test_a_coordinator_that_cannot_say_the_committed_offsets_means_rejoin(tmp_pa
     """Seen in the seeded chaos run: `committed()` in the rebalance callback failed with
     NOT_COORDINATOR while the broker restarted, and `poll` raised it as a bare KafkaError,
     which ended the process; it is a Rejoin."""
-    import pytest
     from confluent_kafka import KafkaError, KafkaException
 
     from framework.errors import Rejoin
@@ -111,3 +114,35 @@ def test_a_coordinator_that_cannot_say_the_committed_offsets_means_rejoin(tmp_pa
     consumer.committed = fails
     with pytest.raises(Rejoin, match="NOT_COORDINATOR|Not coordinator|committed"):
         tm.assigned([TopicPartition("tm-words", 1)])
+
+
+class UnreachableRestorer(FakeRestorer):
+    """A restore that cannot start: the broker is down while it asks for the journals' ends."""
+
+    def add(self, partition, store, standby=False):
+        raise Retry("the broker is down")
+
+
+def test_a_store_whose_restore_could_not_start_is_closed_with_the_membership(tmp_path):
+    """Seen in the seeded chaos run: a restore that failed to start (the broker was down) left
+    its store open and owned by nothing, and the next membership of the same process could not
+    open it (RocksDB: "lock hold by current process"), which ended the process."""
+    tm, _, _ = manager(tmp_path)
+    tm.restorer = UnreachableRestorer()
+    tm.assigned([TopicPartition("tm-words", 1)])
+    with pytest.raises(Retry) as failure:  # its traceback holds what step made, as the runner's
+        tm.step()
+    tm.close()
+    TaskStore(tmp_path / "task-1", decode_timer).close()
+    del failure
+
+
+def test_a_standby_whose_restore_could_not_start_is_closed_with_the_membership(tmp_path):
+    tm, _, _ = manager(tmp_path)
+    tm.standby, tm.restorer = 1, UnreachableRestorer()
+    tm.assigned([TopicPartition("tm-words", 1)])
+    with pytest.raises(Retry) as failure:
+        tm.revoked([])  # balances the standbys: partition 2 follows the owned 1
+    tm.close()
+    TaskStore(tmp_path / "task-2", decode_timer).close()
+    del failure
