@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from framework.core.dead_letters import reason_of
+from framework.errors import Retry
 from framework.kafka.limits import TopicLimits
 
 ID_HEADER = "logwheel.id"
@@ -43,6 +45,8 @@ DATA_FAULTS = frozenset(
     )
 )
 """Broker refusals caused by a record's content: retrying cannot help."""
+_TRANSACTIONAL_SETTINGS = ("transactional.id", "transaction.timeout.ms", "enable.idempotence")
+"""Left out of the admin client's settings: it must not take the producer's transactional id."""
 
 
 class Collector:
@@ -54,6 +58,8 @@ class Collector:
         self.limits = limits or TopicLimits()
         self.poisoned: dict[tuple[str, int, int], str] = {}  # input position -> refusal
         self._errors: list[KafkaError] = []
+        self._unplaced: set[tuple[str, int]] = set()  # written, at an offset nobody reported
+        self._config = config
         self.producer = Producer({**config, "on_delivery": self._delivered})
 
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
@@ -62,7 +68,11 @@ class Collector:
             return
         topic, offset = msg.topic(), msg.offset()
         key = (topic, msg.partition())
-        if offset > self.written.get(key, -1):  # not below what `remember` took over
+        if offset is None:
+            # A retried send the broker had already written (DUPLICATE_SEQUENCE_NUMBER):
+            # librdkafka reports it delivered, without its offset.
+            self._unplaced.add(key)
+        elif offset > self.written.get(key, -1):  # not below what `remember` took over
             self.written[key] = offset
         self.delivered[topic] += 1
 
@@ -132,6 +142,24 @@ class Collector:
         if self._errors:
             err, self._errors = self._errors[0], []
             raise KafkaException(err)
+        if self._unplaced:
+            self._place()
+
+    def _place(self) -> None:
+        """Records delivered at an unknown offset lie below their partition's end now: count
+        that end as written, so a mark never claims less than was written (invariant 4)."""
+        admin = AdminClient(
+            {k: v for k, v in self._config.items() if k not in _TRANSACTIONAL_SETTINGS}
+        )
+        wanted = {TopicPartition(t, p): OffsetSpec.latest() for t, p in self._unplaced}
+        try:
+            ends = admin.list_offsets(wanted, request_timeout=30)
+            for tp, future in ends.items():
+                key = (tp.topic, tp.partition)
+                self.written[key] = max(self.written.get(key, -1), future.result().offset - 1)
+                self._unplaced.discard(key)
+        except KafkaException as error:
+            raise Retry(f"finding where records were written: {error}") from None
 
     def _serve(self, call: Callable[..., object], *args: float) -> None:
         """A producer call that runs delivery callbacks. confluent-kafka raises a fatal delivery

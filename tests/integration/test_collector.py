@@ -39,3 +39,44 @@ def test_a_fatal_error_while_polling_waits_for_the_next_flush(kafka, create_topi
     with pytest.raises(KafkaException) as raised:
         collector.flush()
     assert raised.value.args[0].code() == KafkaError._FENCED and raised.value.args[0].fatal()
+
+
+class _Retried:
+    """What librdkafka reports for a retried send the broker had already written
+    (DUPLICATE_SEQUENCE_NUMBER): delivered, with no offset. A real broker answers so only
+    when a produce response is lost, which no test can arrange on purpose."""
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self._topic, self._partition = topic, partition
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> None:
+        return None
+
+
+def test_a_record_delivered_without_its_offset_counts_its_partitions_end_as_written(
+    kafka, create_topic
+):
+    """Seen in make test under load: the comparison of the missing offset raised inside the
+    delivery callback, which confluent-kafka turned into a SystemError that ended the
+    injector (and would end a runner)."""
+    topic = create_topic()
+    collector = Collector({"bootstrap.servers": kafka, "transactional.id": f"tx-{topic}"})
+    collector.producer.init_transactions()
+    collector.producer.begin_transaction()
+    for value in (b"a", b"b", b"c"):
+        collector.send(topic, None, value, partition=0)
+    collector.flush()
+    assert collector.written == {(topic, 0): 2}
+    other = Producer({"bootstrap.servers": kafka})
+    other.produce(topic, b"d", partition=0)  # at offset 3: where the retried send landed
+    other.flush()
+    collector._delivered(None, _Retried(topic, 0))
+    collector.flush()
+    assert collector.written == {(topic, 0): 3}
+    collector.producer.commit_transaction()
