@@ -1,6 +1,8 @@
-"""The external oracle of logwheel's windowed counts: Kafka Streams' tumbling-window count
+"""logwheel's windowed counts against an external oracle: Kafka Streams' tumbling-window count
 (tests/integration/kafka_streams_oracle.py) gives, over known records, the counts a brute-force
-count in Python gives — so a disagreement with logwheel is logwheel's."""
+count in Python gives — so a disagreement with logwheel is logwheel's — and
+`pipeline.windowed(..., windows.Tumbling, windows.Count(), emit="final")` run by `logwheel run`
+gives the oracle's, over the same topic (one run of the oracle for both)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,18 @@ import pytest
 from confluent_kafka import Message
 
 from framework.kafka.partitioning import key_partition
+from framework.kafka.topics import create_topics as create_pipeline_topics
 from tests.conftest import create_topics
 from tests.integration import kafka_streams_oracle as oracle
-from tests.support import produce, unique_name
+from tests.support import (
+    import_job,
+    job_source,
+    produce,
+    read_topic,
+    start_job,
+    unique_name,
+    write_job,
+)
 
 pytestmark = [
     pytest.mark.timeout(600),  # the first run builds the oracle with Maven
@@ -65,10 +76,18 @@ def brute_force(records: list[Record]) -> set[oracle.WindowCount]:
     return {oracle.WindowCount(k, s, s + SIZE_MS, n) for (k, s), n in counts.items()}
 
 
+def late_records(base: int) -> list[Record]:
+    """Records of windows the flush records closed, more than the grace behind the flush
+    records' time: late, for logwheel once it has closed those windows, and for Kafka Streams
+    (behind its stream time by more than the grace)."""
+    return [(KEYS[w], base + w * SIZE_MS + 10) for w in range(3)]
+
+
 class Run(NamedTuple):
     """The module's input, sent once, and the oracle's one run over it."""
 
     source: str
+    base: int  # the first window's start
     records: list[Record]  # the compared ones, less the flush records
     written: list[Message]  # the oracle's output
 
@@ -87,7 +106,7 @@ def run(kafka: str, tmp_path_factory: pytest.TempPathFactory) -> Run:
     produce(kafka, source, sent)
     workdir = tmp_path_factory.mktemp("oracle")
     written = oracle.run(kafka, source, results, workdir, size_ms=SIZE_MS, grace_ms=GRACE_MS)
-    return Run(source, records, written)
+    return Run(source, base, records, written)
 
 
 def test_kafka_streams_counts_tumbling_windows_as_a_brute_force_count(run: Run) -> None:
@@ -96,3 +115,58 @@ def test_kafka_streams_counts_tumbling_windows_as_a_brute_force_count(run: Run) 
     assert set(found) == brute_force(run.records)
     assert all(m.key().decode() == r.key for m, r in zip(run.written, found, strict=True))
     assert all(m.timestamp()[1] == r.end - 1 for m, r in zip(run.written, found, strict=True))
+
+
+JOB = """
+from framework import BoundedOutOfOrderness, Pipeline, windows
+
+pipeline = Pipeline(NAME)
+pipeline.source(SOURCE, watermark=BoundedOutOfOrderness(ms=0))
+pipeline.windowed(
+    "count",
+    inputs={SOURCE: None},
+    window=windows.Tumbling(size_ms=SIZE_MS, grace_ms=GRACE_MS),
+    aggregate=windows.Count(),
+    output=OUTPUT,
+    emit="final",
+    on_late="dead_letter",
+    partitions=PARTITIONS,
+)
+"""
+"""logwheel's side: the same count, over the same topic. Its watermark is each partition's
+largest timestamp (a task reads one partition: the Kafka key is the window's key), which is
+Kafka Streams' stream time, so both close the same windows and take the same stragglers.
+Late records are dead-lettered, so that the test sees them judged."""
+
+
+def test_logwheel_counts_tumbling_windows_as_kafka_streams_does(
+    run: Run, kafka: str, tmp_path
+) -> None:
+    name = unique_name("windowed")
+    output = f"{name}-counts"
+    constants = dict(NAME=name, SOURCE=run.source, OUTPUT=output, SIZE_MS=SIZE_MS)
+    constants |= dict(GRACE_MS=GRACE_MS, PARTITIONS=PARTITIONS)
+    module = write_job(tmp_path, name.replace("-", "_"), job_source(JOB, **constants))
+    create_pipeline_topics(kafka, import_job(tmp_path, module).pipeline)
+    expected = oracle.window_results(run.written)
+
+    job = start_job(tmp_path, module, kafka)
+    try:
+        written = read_topic(kafka, output, expect=len(expected), timeout=120)
+        # sent only now: logwheel's input watermark moves between the batches it reads, so a
+        # late record read in the flush records' batch would still find its window open
+        late = late_records(run.base)
+        produce(kafka, run.source, [(key, {"late": True}, ts) for key, ts in late])
+        dead = read_topic(kafka, f"{name}.count.dlq", expect=len(late), timeout=60)
+        later = read_topic(kafka, output, timeout=10, idle=2)  # results past the expected ones
+        written = later if len(later) > len(written) else written
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+
+    found = oracle.window_results(written)
+    assert len(found) == len(set(found)), "a window was emitted more than once"
+    assert set(found) == set(expected)
+    assert all(m.key().decode() == r.key for m, r in zip(written, found, strict=True))
+    assert all(m.timestamp()[1] == r.end - 1 for m, r in zip(written, found, strict=True))
+    assert sorted((m.key().decode(), m.timestamp()[1]) for m in dead) == sorted(late)
+    assert all(dict(m.headers())["logwheel.error.stage"] == b"late" for m in dead)
