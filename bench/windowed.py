@@ -14,16 +14,21 @@ partitions, same order) with a consumer group and an output topic of its own:
   `BoundedOutOfOrderness(ms=0)`: the highest timestamp read on a partition, as the peers'
   stream time (the input is in order, so no record is late in any contender);
 - peers, with `--peers` or LOGWHEEL_BENCH_PEERS=1 (make bench sets it), each in a pinned
-  virtualenv or build of its own (bench/peers.py): `quix exactly_once` / `quix at_least_once`,
+  virtualenv or build of its own: `quix exactly_once` / `quix at_least_once` (bench/peers.py),
   bench/peers/quix_windowed_count.py, `tumbling_window(duration_ms=60_000).count().final()` in
   Quix Streams (grace 0; its default closing strategy, per key: a key's windows close when
   that key's own records pass them), configured as Quix's docs recommend (processing_guarantee,
   its 5 s commit interval); `quix ... closing=partition`, the same with
   `final(closing_strategy="partition")`, windows closed by the partition's stream time as
-  logwheel's watermark closes them.
-
-Kafka Streams is not measured here yet: its windowed count is to be the oracle of
-tests/integration/java/windowed-count/ (not on main when this was written).
+  logwheel's watermark closes them; `kafka-streams exactly_once` / `kafka-streams
+  at_least_once`, the JVM reference: the windowed-count oracle of the tests
+  (tests/integration/java/windowed-count, Maven, kafka-streams pinned to the broker's version):
+  `groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(60 s, 0)).count()` in a persistent
+  (RocksDB, changelogged) window store, `suppress(untilWindowCloses)`, results in logwheel's
+  shape; processing.guarantee exactly_once_v2 or at_least_once, read_committed input,
+  commit.interval.ms 100 in both (Kafka Streams' default for exactly-once; its at-least-once
+  default is 30 s), all else default. It counts the input values without decoding them (byte
+  arrays), where logwheel and Quix decode each value's JSON.
 
 Windows close only when time passes them, so the input ends with closing records: one per key
 (every key of the vocabulary) and one per partition, all at a time two windows past the last
@@ -78,6 +83,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers  # noqa: E402
 from framework import BoundedOutOfOrderness, Pipeline  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
+from tests.integration import kafka_streams_oracle  # noqa: E402
 from tests.support import Job, unique_name  # noqa: E402
 
 FULL = {"records": 1_000_000, "keys": 1_000, "minutes": 60, "repeat": 1}
@@ -96,9 +102,11 @@ PEERS = {
     "quix at_least_once": ("quix", "at-least-once", "key"),
     "quix exactly_once closing=partition": ("quix", "exactly-once", "partition"),
     "quix at_least_once closing=partition": ("quix", "at-least-once", "partition"),
+    "kafka-streams exactly_once": ("kafka-streams", "exactly_once_v2", None),
+    "kafka-streams at_least_once": ("kafka-streams", "at_least_once", None),
 }
-"""Peers (bench/peers.py), measured with --peers or LOGWHEEL_BENCH_PEERS=1: (peer, its
-name of the guarantee, Quix's closing strategy)."""
+"""Peers, measured with --peers or LOGWHEEL_BENCH_PEERS=1: (peer, its name of the guarantee,
+Quix's closing strategy)."""
 QUIX_PROGRAM = common.BENCH / "peers" / "quix_windowed_count.py"
 DRAIN_S = 1.0  # after the last expected result, how long duplicates are looked for
 QUIET_S = 60.0  # no new result for this long before all are in: the contender is done
@@ -301,6 +309,10 @@ def start(ws: common.Workspace, contender: str, name: str, source: str, output: 
     ws.groups.append(name)
     state = ws.dir / f"state-{name}"
     job = Job(peer, bootstrap=ws.bootstrap, state_dir=state, path=ws.dir)
+    if peer == "kafka-streams":  # the tests' oracle (built with Maven on first use)
+        job.args = kafka_streams_oracle.command() + [ws.bootstrap, source, output, name]
+        job.args += [str(SIZE_MS), "0", guarantee, str(state)]  # grace 0; until SIGTERM
+        return job
     job.args = peers.command(
         peer,
         QUIX_PROGRAM,
