@@ -1,6 +1,7 @@
 """logwheel: MillWheel's programming model on Kafka — per-key state, timers, low watermarks and
 exactly-once delivery for Python computations."""
 
+from framework.core import windows
 from framework.core.api import MIN_TIME, Computation, Context, Record, Timer
 from framework.core.pipeline import (
     BoundedOutOfOrderness,
@@ -21,4 +22,5 @@ __all__ = [
     "Record",
     "Timer",
     "key_by",
+    "windows",
 ]

@@ -13,7 +13,8 @@ each kind names the reaction, so the code that catches it needs no case analysis
   changelog's end); wipe that store and restore it from the changelog.
 - `Fatal`: stop the process with the reason (`on_error="stop"` and unrecoverable errors).
 - `BadRecord`: one record (or one hook call's output) cannot be processed; it goes to the
-  dead-letter topic (or is skipped, by the computation's error policy) and the rest flows.
+  dead-letter topic (or is skipped, by the computation's error policy) and the rest flows;
+  `LateRecord`, one that came too late, follows the late policy instead.
 """
 
 from __future__ import annotations
@@ -56,3 +57,12 @@ class BadRecord(LogwheelError):
         super().__init__(reason)
         self.stage = stage
         self.cause = cause
+
+
+class LateRecord(BadRecord):
+    """A record behind the input low watermark, for which nothing is open any more: counted in
+    `logwheel_late_records_total` and dropped or dead-lettered at stage "late" by the
+    computation's `on_late`, never stopped on."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("late", reason)

@@ -307,7 +307,7 @@ def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: s
         producer = task_producer(spec.name, p)
         prev: Mark | None = previous.get(producer)
         input_watermark = max(end, prev.input_watermark if prev else MIN_TIME)
-        low = min(input_watermark, earliest.get(p, input_watermark))
+        low = spec.output_watermark(input_watermark, earliest.get(p))
         offsets = dict(prev.offsets) if prev else {}
         for tp, offset in written.items():
             offsets[tp] = max(offset, offsets.get(tp, -1))

@@ -12,7 +12,7 @@ import logging
 
 from framework.core.logs import RateLimited
 from framework.core.metrics import DEAD_LETTERS, UNDECODABLE
-from framework.errors import BadRecord, Fatal
+from framework.errors import BadRecord, Fatal, LateRecord
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,8 @@ class ErrorPolicy:
     def admit(self, stage: str, error: BaseException) -> bool:
         kind = reason_class(error)
         DEAD_LETTERS.labels(self.computation, stage, kind).inc()
+        if isinstance(error, LateRecord):
+            return True  # on_late="dead_letter" chose already; lateness never stops a job
         if self.policy == "stop":
             raise Fatal(
                 f"{self.computation}: a record failed at stage {stage!r} ({reason_of(error)}) "

@@ -19,7 +19,7 @@ from framework.core.keyed_state import KeyedState, StateBackend
 from framework.core.metrics import LATE_RECORDS
 from framework.core.pipeline import ComputationSpec
 from framework.core.timers import TimerService
-from framework.errors import BadRecord
+from framework.errors import BadRecord, LateRecord
 from framework.serde.codecs import decoder_for, encoder_for
 
 
@@ -75,6 +75,9 @@ class Executor:
             if cls.on_late_record is Computation.on_late_record
             else self.computation.on_late_record
         )
+        # a computation that judges lateness itself (windows: within grace is on time) sees
+        # every record, and raises LateRecord for those it finds late
+        self._judges_lateness = getattr(cls, "judges_lateness", False)
 
     @property
     def state(self) -> KeyedState:
@@ -86,11 +89,11 @@ class Executor:
 
     def process(self, record: Record) -> None:
         """Run the record's hook: process_record, or on_late_record if it is late."""
-        if record.timestamp < self.input_watermark:
-            self.late_records += 1
-            self._late_metric.inc()
+        if record.timestamp < self.input_watermark and not self._judges_lateness:
             if self._on_late is None:
+                self._late(record)
                 return
+            self._count_late()
             hook, stage = self._on_late, "on_late_record"
         else:
             hook, stage = self._process_record, "process_record"
@@ -99,6 +102,9 @@ class Executor:
         try:
             hook(ctx, record)
             ctx._finish()
+        except LateRecord as error:
+            ctx._abort()
+            self._late(record, error)
         except BadRecord as error:
             ctx._abort()
             self.output.dead_letter(record, error, error.stage)
@@ -108,6 +114,21 @@ class Executor:
         except BaseException:
             ctx._abort()
             raise
+
+    def _count_late(self) -> None:
+        self.late_records += 1
+        self._late_metric.inc()
+
+    def _late(self, record: Record, error: LateRecord | None = None) -> None:
+        """Count a late record and drop it, or dead-letter it (`on_late="dead_letter"`)."""
+        self._count_late()
+        if self.spec.on_late == "dead_letter":
+            if error is None:
+                error = LateRecord(
+                    f"record at {record.timestamp} came behind the input low watermark "
+                    f"{self.input_watermark}"
+                )
+            self.output.dead_letter(record, error, error.stage)
 
     def advance_watermark(self, w: int) -> int:
         """Raise the input low watermark to `w` (a lower `w` is ignored: it is monotone), then
@@ -144,12 +165,9 @@ class Executor:
             fired += 1
 
     def output_watermark(self) -> int:
-        """Bound on the timestamps of this computation's future default-timestamped output:
-        min(input watermark, earliest pending event-time timer)."""
-        earliest = self._timers.earliest(EVENT)
-        if earliest is None or earliest > self.input_watermark:
-            return self.input_watermark
-        return earliest
+        """Bound on the timestamps of this computation's future output: min(input watermark,
+        earliest pending event-time timer), less the spec's hold."""
+        return self.spec.output_watermark(self.input_watermark, self._timers.earliest(EVENT))
 
     def next_processing_timer(self) -> int | None:
         """When the earliest processing-time timer is due, None if there is none."""

@@ -31,7 +31,8 @@ DEAD_LETTERS = Counter(
 )
 LATE_RECORDS = Counter(
     "logwheel_late_records",
-    "Records that arrived behind the input low watermark (handed to on_late_record).",
+    "Records that arrived behind the input low watermark (for a windowed computation: after "
+    "all their windows had closed), dropped, dead-lettered or handed to on_late_record.",
     ["computation"],
 )
 COMMITS = Counter(

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from framework.core.api import Computation, Record
+from framework.core.api import MIN_TIME, Computation, Record
+from framework.core.windows import Aggregate, Hopping, Session, Window
+from framework.core.windows.operator import Windowed
 from framework.errors import ConfigurationError
 
 NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 STREAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 GUARANTEES = ("exactly_once", "at_least_once")
 ERROR_POLICIES = ("dead_letter", "skip", "stop")
+LATE_POLICIES = ("drop", "dead_letter")
+EMITS = ("final", "update")
 DEFAULT_PARTITIONS = 4
 
 
@@ -42,10 +46,16 @@ class key_by:  # noqa: N801 - reads as a function at the call site, as in the co
 @dataclass(frozen=True)
 class BoundedOutOfOrderness:
     """Watermark of a stream written from outside: the highest timestamp seen on a partition,
-    less `ms`. A partition silent for `idle_ms` of wall time stops holding the watermark back."""
+    less `ms`. A partition silent for `idle_ms` of wall time stops holding the watermark back.
+
+    `live=True` is for producers that stamp records with the current time: a partition silent
+    for `idle_ms` then has the watermark wall time less `ms`, so the last windows close without
+    new records. Without it a silent partition holds its watermark, so a replay of old data
+    that pauses never turns its records late."""
 
     ms: int
     idle_ms: int = 5_000
+    live: bool = False
 
     def __post_init__(self) -> None:
         if self.ms < 0 or self.idle_ms <= 0:
@@ -116,6 +126,11 @@ class ComputationSpec:
     state_schema: str | None = None
     on_error: str = "dead_letter"
     tables: Mapping[str, str] = field(default_factory=dict)  # name -> compacted topic
+    on_late: str = "drop"
+    hold_ms: int = 0
+    """How far below min(input watermark, earliest pending event-time timer) the output
+    watermark stays: a window's result, produced by its timer at `end + grace`, carries the
+    timestamp `end - 1`; a hold of `grace_ms` keeps every result on time downstream."""
 
     @property
     def group(self) -> str:
@@ -155,6 +170,12 @@ class ComputationSpec:
     @property
     def exactly_once(self) -> bool:
         return self.guarantee == "exactly_once"
+
+    def output_watermark(self, input_watermark: int, earliest_timer: int | None) -> int:
+        """The watermark of this computation's future output: min(input watermark, earliest
+        pending event-time timer), less `hold_ms` (invariant 4)."""
+        low = input_watermark if earliest_timer is None else min(input_watermark, earliest_timer)
+        return max(MIN_TIME, low - self.hold_ms) if self.hold_ms else low
 
 
 @dataclass
@@ -252,6 +273,61 @@ class Pipeline:
             state_schema=state_schema or getattr(computation, "state_schema", None),
             on_error=on_error,
             tables=tables,
+        )
+        return self
+
+    def windowed(
+        self,
+        name: str,
+        *,
+        inputs: Mapping[str, KeyExtractor | None],
+        window: Window,
+        aggregate: Aggregate,
+        output: str,
+        output_schema: str | None = None,
+        emit: str = "final",
+        guarantee: str = "exactly_once",
+        on_late: str = "drop",
+        on_error: str = "dead_letter",
+        partitions: int | None = None,
+    ) -> Pipeline:
+        """Declare a windowed aggregation: per key of `inputs`, the records of each `window`
+        (`windows.Tumbling`, `Hopping` or `Session`) folded by `aggregate`, produced on `output`
+        as `{"key", "start", "end", "value"}` with timestamp `end - 1` — once, when the input
+        low watermark reaches `end + grace_ms` (`emit="final"`), or on every change
+        (`emit="update"`). A record whose windows have all closed is late: dropped and counted
+        (`on_late="drop"`) or dead-lettered at stage "late" (`on_late="dead_letter"`)."""
+        where = f"windowed computation {name!r}"
+        if not isinstance(window, Hopping | Session):
+            raise PipelineError(
+                f"{where}: window={window!r}; use windows.Tumbling(size_ms), "
+                "windows.Hopping(size_ms, every_ms) or windows.Session(gap_ms)"
+            )
+        if not isinstance(aggregate, Aggregate):
+            raise PipelineError(
+                f"{where}: aggregate={aggregate!r}; use windows.Count(), Sum(field), Min(field), "
+                "Max(field), Mean(field), Collect(field) or Reduce(initial, add, merge)"
+            )
+        if isinstance(window, Session) and not aggregate.mergeable:
+            raise PipelineError(
+                f"{where}: session windows merge, and {aggregate!r} cannot: give "
+                "Reduce(initial, add, merge=...) a merge(a, b) of two accumulators"
+            )
+        if emit not in EMITS:
+            raise PipelineError(f"{where}: emit={emit!r}; use one of {EMITS}")
+        if on_late not in LATE_POLICIES:
+            raise PipelineError(f"{where}: on_late={on_late!r}; use one of {LATE_POLICIES}")
+        self.computation(
+            name,
+            lambda: Windowed(window, aggregate, output, emit),
+            inputs=inputs,
+            outputs={output: output_schema},
+            guarantee=guarantee,
+            partitions=partitions,
+            on_error=on_error,
+        )
+        self.computations[name] = replace(
+            self.computations[name], on_late=on_late, hold_ms=window.grace_ms
         )
         return self
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from framework.core.api import MIN_TIME
+from framework.core.clock import now_ms
 from framework.core.pipeline import BoundedOutOfOrderness, InjectorWatermark, Pipeline
 from framework.serde.codecs import decoder_for, encoder_for
 
@@ -113,12 +114,21 @@ class Unwatermarked(PartitionWatermark):
 
 
 class BoundedLateness(PartitionWatermark):
-    """`BoundedOutOfOrderness` on one partition of a stream written from outside."""
+    """`BoundedOutOfOrderness` on one partition of a stream written from outside; once the
+    partition is silent for `idle_ms`, it stops counting (idle), or, `live`, follows wall time
+    less the bound."""
 
-    def __init__(self, policy: BoundedOutOfOrderness, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        policy: BoundedOutOfOrderness,
+        clock: Callable[[], float],
+        wall: Callable[[], int] = now_ms,
+    ) -> None:
         self._bound = policy.ms
         self._idle_s = policy.idle_ms / 1000
+        self._live = policy.live
         self._clock = clock
+        self._wall = wall
         self._max_ts: int | None = None
         self._last_seen: float | None = None  # silence counts from when reading starts
 
@@ -132,7 +142,10 @@ class BoundedLateness(PartitionWatermark):
         if self._last_seen is None:
             self._last_seen = now
         if now - self._last_seen >= self._idle_s:
-            return None, True
+            if not self._live:
+                return None, True
+            # as if a record stamped now had just arrived: producers stamp the current time
+            self._max_ts = max(self._wall(), self._max_ts or MIN_TIME)
         return (None if self._max_ts is None else self._max_ts - self._bound), False
 
 

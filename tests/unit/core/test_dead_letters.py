@@ -35,3 +35,13 @@ def test_dead_letter_writes_and_skip_drops_and_both_count(policy, written):
 def test_stop_ends_the_process_naming_stage_reason_and_fix():
     with pytest.raises(Fatal, match=r"stage 'key' \(KeyError: 'user'\).*on_error='dead_letter'"):
         ErrorPolicy("p.stop", "stop").admit("key", KeyError("user"))
+
+
+@pytest.mark.parametrize("policy", ["dead_letter", "skip", "stop"])
+def test_a_late_record_follows_on_late_whatever_the_error_policy(policy):
+    """on_late="dead_letter" already chose to write it; lateness never stops a job."""
+    from framework.errors import LateRecord
+
+    before = _count(f"late.{policy}", "late", "LateRecord")
+    assert ErrorPolicy(f"late.{policy}", policy).admit("late", LateRecord("behind"))
+    assert _count(f"late.{policy}", "late", "LateRecord") == before + 1

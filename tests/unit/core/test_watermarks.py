@@ -68,3 +68,29 @@ def test_an_undecodable_mark_is_skipped_and_counted():
         "logwheel_undecodable_internal_records_total", {"topic": "t.watermarks"}
     )
     assert after == (before or 0) + 1
+
+
+def test_a_live_source_silent_for_idle_ms_follows_wall_time_less_its_bound():
+    clock, wall = Clock(), [10_000]
+    live = BoundedOutOfOrderness(ms=100, idle_ms=2000, live=True)
+    source = BoundedLateness(live, clock, lambda: wall[0])
+    assert source.value() == (None, False)
+    source.observe(5_000)
+    clock.now = 1.9
+    assert source.value() == (4_900, False)
+    clock.now = 2.0  # silent for idle_ms: the watermark follows the wall clock
+    assert source.value() == (9_900, False)
+    wall[0] = 12_000
+    assert source.value() == (11_900, False)
+    source.observe(11_000)  # a record stamped behind it does not move it back
+    assert source.value() == (11_900, False)
+
+
+def test_a_source_not_declared_live_holds_its_watermark_while_silent():
+    """A paused replay of old data: silence never moves the watermark (it is idle, left out
+    of the minimum, and a task whose inputs are all idle keeps what it had)."""
+    clock = Clock()
+    source = BoundedLateness(BoundedOutOfOrderness(ms=100, idle_ms=2000), clock, lambda: 10**13)
+    source.observe(5_000)
+    clock.now = 100.0
+    assert source.value() == (None, True)
