@@ -81,7 +81,7 @@ from confluent_kafka import Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers  # noqa: E402
-from framework import BoundedOutOfOrderness, Pipeline  # noqa: E402
+from framework import BoundedOutOfOrderness, Pipeline, windows  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
 from tests.integration import kafka_streams_oracle  # noqa: E402
 from tests.support import Job, unique_name  # noqa: E402
@@ -120,8 +120,6 @@ Result = tuple[str, int, int]
 def windowed_count(name: str, events: str, counts: str, guarantee: str) -> Pipeline:
     """The pipeline a logwheel contender runs: the tumbling count alone over a pre-filled
     topic whose watermark is the highest timestamp read (the peers' stream time)."""
-    from framework import windows  # noqa: PLC0415 - the core's windows, imported where used
-
     pipeline = Pipeline(name, partitions=PARTITIONS)
     pipeline.source(events, watermark=BoundedOutOfOrderness(ms=0))
     pipeline.windowed(
