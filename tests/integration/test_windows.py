@@ -113,7 +113,7 @@ def test_windows_over_shuffled_times_survive_sigkill_with_each_window_once(kafka
             for i, block in enumerate(blocks):
                 for n, (key, ts) in enumerate(block):
                     send(key, ts, i * 1000 + n)
-                advance(base + (i + 1) * PERIOD)
+                advance(base + i * PERIOD)  # closes the block before; this one stays open
                 if i == 5:  # mid-run, with results out and windows open: a crash
                     wait_for(lambda: read_topic(kafka, f"{events}-tumbling", expect=1), 60)
                     run.kill()
@@ -134,6 +134,11 @@ def test_windows_over_shuffled_times_survive_sigkill_with_each_window_once(kafka
             dead = read_topic(kafka, f"{pipeline.name}.{c}.dlq", timeout=10, idle=3)
             stages = [dict(m.headers())["logwheel.error.stage"] for m in dead]
             assert stages == ([] if c == "hopping" else [b"late"] * 3), c
+            # every window closed: the key's state and timers are tombstones, nothing is left
+            for journal in ("changelog", "timers"):
+                msgs = read_topic(kafka, f"{pipeline.name}.{c}.{journal}", timeout=30, idle=5)
+                latest = {m.key(): m.value() for m in msgs}
+                assert latest and set(latest.values()) == {None}, (c, journal)
     finally:
         assert run.stop() == 0
 
