@@ -9,6 +9,7 @@ named uniquely per run, so runs never meet on a shared broker, and deletes them 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import confluent_kafka
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 BENCH = Path(__file__).resolve().parent
@@ -36,6 +37,7 @@ if str(REPO) not in sys.path:
 
 from framework.broker.embedded import bootstrap_from  # noqa: E402
 from framework.core.pipeline import Pipeline  # noqa: E402
+from framework.kafka.config import producer_config  # noqa: E402
 from framework.kafka.topics import create_topics, pipeline_topics  # noqa: E402
 from tests.support import Job, import_job, unique_name, write_job  # noqa: E402
 
@@ -198,6 +200,35 @@ class Workspace:
             path=self.dir,
             computations=computations,
         )
+
+    def peer_job(
+        self,
+        peer: str,
+        name: str,
+        source: str,
+        output: str,
+        guarantee: str,
+        program: Path | None = None,
+        **options: str,
+    ) -> Job:
+        """A peer's program (bench/peers.py) as a job reading `source` and writing `output`
+        in consumer group `name`, with its state and log in this workspace."""
+        from bench import peers
+
+        state = self.dir / f"state-{name}"
+        job = Job(peer, bootstrap=self.bootstrap, state_dir=state, path=self.dir)
+        job.args = peers.command(
+            peer,
+            program,
+            bootstrap=self.bootstrap,
+            input=source,
+            output=output,
+            group=name,
+            state_dir=str(state),
+            guarantee=guarantee,
+            **options,
+        )
+        return job
 
     def create_topics(self, names: Sequence[str], partitions: int) -> None:
         futures = self.admin.create_topics([NewTopic(n, partitions, 1) for n in names])
@@ -391,3 +422,44 @@ def cpu_seconds(pid: int) -> float | None:
             continue
         total += (int(fields[11]) + int(fields[12])) / tick
     return total
+
+
+GATE_TIMEOUT_MS = 900_000  # the broker's default transaction.max.timeout.ms
+
+
+class Gate:
+    """A topic pre-filled with a benchmark's input inside a transaction: what was sent before
+    `warmed()` is readable at once, the rest only once `open()` commits it, so that a
+    contender's start-up (imports, group join, restore) stays outside the measurement."""
+
+    def __init__(self, bootstrap: str) -> None:
+        config = producer_config(bootstrap, transactional_id=unique_name("bench-gate"))
+        config["transaction.timeout.ms"] = GATE_TIMEOUT_MS
+        self.producer = Producer(config)
+        self.producer.init_transactions(30)
+        self.producer.begin_transaction()
+
+    def send(self, topic: str, value: bytes, key: bytes, **kwargs: int) -> None:
+        while True:
+            try:
+                return self.producer.produce(topic, value, key, **kwargs)
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def warmed(self) -> None:
+        """Commit what was sent (the warm-up records); what follows waits for `open()`."""
+        self.producer.commit_transaction(30)
+        self.producer.begin_transaction()
+
+    def open(self) -> None:
+        self.producer.commit_transaction(60)
+
+    def close(self) -> None:
+        """Abort the input if it was never opened (a failed run)."""
+        with contextlib.suppress(confluent_kafka.KafkaException):
+            self.producer.abort_transaction(10)
+
+
+def fmt(value: float | None, spec: str) -> str | None:
+    """A table cell: `value` formatted by `spec`, None (an empty cell) where there is none."""
+    return None if value is None else format(value, spec)

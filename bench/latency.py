@@ -171,19 +171,8 @@ def quix_job(ws: common.Workspace, name: str, source: str, output: str, guarante
     """bench/peers/quix_bucket_sort.py as a job over `source` and `output` (created here)."""
     ws.create_topics([source, output], PARTITIONS)
     ws.groups.append(name)
-    state = ws.dir / f"state-{name}"
-    job = common.Job("quix", bootstrap=ws.bootstrap, state_dir=state, path=ws.dir)
-    job.args = peers.command(
-        "quix",
-        program=common.BENCH / "peers" / "quix_bucket_sort.py",
-        bootstrap=ws.bootstrap,
-        input=source,
-        output=output,
-        group=name,
-        state_dir=str(state),
-        guarantee=guarantee.replace("_", "-"),
-    )
-    return job
+    program = common.BENCH / "peers" / "quix_bucket_sort.py"
+    return ws.peer_job("quix", name, source, output, guarantee.replace("_", "-"), program)
 
 
 def measure(args, ws: common.Workspace, contender: str, attempt: int) -> dict:

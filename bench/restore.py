@@ -121,9 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows.append(r := measure(ws, keys, contender))
             print(f"  {contender:24} cold restart {r['cold_restart_s']:.2f}s", flush=True)
 
-    def f(value: float | None, spec: str) -> str | None:
-        return None if value is None else format(value, spec)
-
+    f = common.fmt
     columns = [("contender", -24), ("keys", 9), ("warm s", 7), ("cold s", 7)]
     columns += [("restore s", 9), ("keys/s", 9), ("CPU us/key", 10), ("RSS MB", 7)]
     columns += [("restored", 8)]

@@ -60,9 +60,7 @@ def sizes(args: object, contenders: Sequence[str]) -> list[dict]:
 
 
 def table(rows: Sequence[dict], extra: str) -> str:
-    def f(value: float | None, spec: str) -> str | None:
-        return None if value is None else format(value, spec)
-
+    f = common.fmt
     columns = [("contender", -24), ("records", 9), ("distinct", 9), ("records/s", 10)]
     columns += [("CPU us/rec", 10), ("RSS MB", 7), (extra, 10), ("lost", 5), ("dup", 5)]
     return common.table(

@@ -60,16 +60,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import confluent_kafka
-from confluent_kafka import Producer
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers  # noqa: E402
 from framework import Pipeline  # noqa: E402
 from framework.broker.host import any_free_port  # noqa: E402
-from framework.kafka.config import producer_config  # noqa: E402
 from jobs.wordcount import CountWords  # noqa: E402
-from tests.support import Job, unique_name  # noqa: E402
+from tests.support import Job  # noqa: E402
 
 FULL = {"records": 1_000_000, "repeat": 3}
 QUICK = {"records": 20_000, "repeat": 1}
@@ -98,7 +94,6 @@ that a full run stays within make bench's time: per-record figures stay comparab
 BARE = "bare loop"
 DRAIN_S = 1.0  # after the last expected output, how long duplicates are looked for
 RUN_TIMEOUT_S = 600.0
-GATE_TIMEOUT_MS = 900_000  # the broker's default transaction.max.timeout.ms
 
 
 def count_words(name: str, words: str, counts: str, guarantee: str) -> Pipeline:
@@ -124,39 +119,21 @@ def zipf_words(n: int, seed: int = 1) -> list[str]:
     return rng.choices(vocabulary, weights=weights, k=n)
 
 
-class Gate:
-    """A topic pre-filled with the input inside an open transaction: warm-up records are
-    readable at once, the input only after `open()` commits it."""
+class Gate(common.Gate):
+    """The input topic: a warm-up record per partition readable at once, the words only after
+    `open()`."""
 
     def __init__(self, bootstrap: str, topic: str, words: Sequence[str]) -> None:
-        config = producer_config(bootstrap, transactional_id=unique_name("bench-gate"))
-        config["transaction.timeout.ms"] = GATE_TIMEOUT_MS
-        self.producer = Producer(config)
-        self.producer.init_transactions(30)
-        self.producer.begin_transaction()
+        super().__init__(bootstrap)
         for p in range(PARTITIONS):
             self._send(topic, f"warmup-{p}", partition=p)
-        self.producer.commit_transaction(30)
-        self.producer.begin_transaction()
+        self.warmed()
         for word in words:
             self._send(topic, word)
         self.producer.flush(60)
 
     def _send(self, topic: str, word: str, **kwargs: int) -> None:
-        value = json.dumps({"word": word}).encode()
-        while True:
-            try:
-                return self.producer.produce(topic, value, word.encode(), **kwargs)
-            except BufferError:
-                self.producer.poll(0.05)
-
-    def open(self) -> None:
-        self.producer.commit_transaction(30)
-
-    def close(self) -> None:
-        """Abort the input if it was never opened (a failed run)."""
-        with contextlib.suppress(confluent_kafka.KafkaException):
-            self.producer.abort_transaction(10)
+        self.send(topic, json.dumps({"word": word}).encode(), word.encode(), **kwargs)
 
 
 class Outputs:
@@ -222,18 +199,7 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
             "kafka-streams": [f"{name}-counts-changelog"],
             "faust": [f"{name}-counts-changelog", f"{name}-__assignor-__leader"],
         }.get(peer, [f"changelog__{name}--{source}--default"])
-        state = ws.dir / f"state-{name}"
-        job = Job(peer, bootstrap=ws.bootstrap, state_dir=state, path=ws.dir)
-        job.args = peers.command(
-            peer,
-            bootstrap=ws.bootstrap,
-            input=source,
-            output=output,
-            group=name,
-            state_dir=str(state),
-            guarantee=guarantee,
-        )
-        return job
+        return ws.peer_job(peer, name, source, output, guarantee)
     if kind not in ("bare", "exactly_once", "at_least_once", "exactly_once+metrics"):
         raise ValueError(f"unknown contender kind {kind!r}")
     if kind != "bare":
@@ -352,9 +318,7 @@ COLUMNS += [("vs lw eos", 9), ("CPU/lw eos", 10), ("RSS MB", 7), ("lost", 5), ("
 
 
 def table(rows: Sequence[dict]) -> str:
-    def f(value: float | None, spec: str) -> str | None:
-        return None if value is None else format(value, spec)
-
+    f = common.fmt
     return common.table(
         COLUMNS,
         (

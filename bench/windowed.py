@@ -66,7 +66,6 @@ Quix Streams' (default closing) in the same guarantee. Event time starts a day b
 from __future__ import annotations
 
 import collections
-import contextlib
 import json
 import random
 import statistics
@@ -76,15 +75,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import confluent_kafka
-from confluent_kafka import Producer
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers  # noqa: E402
 from framework import BoundedOutOfOrderness, Pipeline, windows  # noqa: E402
-from framework.kafka.config import producer_config  # noqa: E402
 from tests.integration import kafka_streams_oracle  # noqa: E402
-from tests.support import Job, unique_name  # noqa: E402
+from tests.support import Job  # noqa: E402
 
 FULL = {"records": 1_000_000, "keys": 1_000, "minutes": 60, "repeat": 1}
 QUICK = {"records": 5_000, "keys": 50, "minutes": 5, "repeat": 1}
@@ -111,7 +106,6 @@ QUIX_PROGRAM = common.BENCH / "peers" / "quix_windowed_count.py"
 DRAIN_S = 1.0  # after the last expected result, how long duplicates are looked for
 QUIET_S = 60.0  # no new result for this long before all are in: the contender is done
 RUN_TIMEOUT_S = 900.0
-GATE_TIMEOUT_MS = 900_000  # the broker's default transaction.max.timeout.ms
 
 Result = tuple[str, int, int]
 """(key, window start, count): one window's final result."""
@@ -217,41 +211,22 @@ def result(key: bytes | None, value: bytes | None) -> Result:
 # -- one run of one contender ----------------------------------------------------------------
 
 
-class Gate:
-    """The input topic: warm-up records readable at once, the measured input produced in a
-    transaction left open until `open()` commits it."""
+class Gate(common.Gate):
+    """The input topic: warm-up records readable at once, the measured input only after
+    `open()`."""
 
     def __init__(self, bootstrap: str, topic: str, data: Input) -> None:
-        config = producer_config(bootstrap, transactional_id=unique_name("bench-gate"))
-        config["transaction.timeout.ms"] = GATE_TIMEOUT_MS
-        self.producer = Producer(config)
-        self.producer.init_transactions(30)
-        self.producer.begin_transaction()
+        super().__init__(bootstrap)
         for event in data.warmup:
             self._send(topic, event)
-        self.producer.commit_transaction(30)
-        self.producer.begin_transaction()
+        self.warmed()
         for event in data.events:
             self._send(topic, event)
         self.producer.flush(120)
 
     def _send(self, topic: str, event: Event) -> None:
         kwargs = {} if event.partition is None else {"partition": event.partition}
-        while True:
-            try:
-                return self.producer.produce(
-                    topic, event.value(), event.key.encode(), timestamp=event.timestamp, **kwargs
-                )
-            except BufferError:
-                self.producer.poll(0.05)
-
-    def open(self) -> None:
-        self.producer.commit_transaction(60)
-
-    def close(self) -> None:
-        """Abort the input if it was never opened (a failed run)."""
-        with contextlib.suppress(confluent_kafka.KafkaException):
-            self.producer.abort_transaction(10)
+        self.send(topic, event.value(), event.key.encode(), timestamp=event.timestamp, **kwargs)
 
 
 class Results:
@@ -305,24 +280,13 @@ def start(ws: common.Workspace, contender: str, name: str, source: str, output: 
     peer, guarantee, closing = PEERS[contender]
     ws.create_topics([source, output], PARTITIONS)
     ws.groups.append(name)
-    state = ws.dir / f"state-{name}"
-    job = Job(peer, bootstrap=ws.bootstrap, state_dir=state, path=ws.dir)
     if peer == "kafka-streams":  # the tests' oracle (built with Maven on first use)
+        state = ws.dir / f"state-{name}"
+        job = Job(peer, bootstrap=ws.bootstrap, state_dir=state, path=ws.dir)
         job.args = kafka_streams_oracle.command() + [ws.bootstrap, source, output, name]
         job.args += [str(SIZE_MS), "0", guarantee, str(state)]  # grace 0; until SIGTERM
         return job
-    job.args = peers.command(
-        peer,
-        QUIX_PROGRAM,
-        bootstrap=ws.bootstrap,
-        input=source,
-        output=output,
-        group=name,
-        state_dir=str(state),
-        guarantee=guarantee,
-        closing=closing,
-    )
-    return job
+    return ws.peer_job(peer, name, source, output, guarantee, QUIX_PROGRAM, closing=closing)
 
 
 def measure(ws: common.Workspace, data: Input, contender: str, attempt: int) -> dict:
@@ -422,9 +386,7 @@ COLUMNS += [("RSS MB", 7), ("missing", 7), ("unexpected", 10), ("dup", 5)]
 
 
 def table(rows: Sequence[dict]) -> str:
-    def f(value: float | None, spec: str) -> str | None:
-        return None if value is None else format(value, spec)
-
+    f = common.fmt
     return common.table(
         COLUMNS,
         (

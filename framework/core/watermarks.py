@@ -145,7 +145,8 @@ class BoundedLateness(PartitionWatermark):
             if not self._live:
                 return None, True
             # as if a record stamped now had just arrived: producers stamp the current time
-            self._max_ts = max(self._wall(), self._max_ts or MIN_TIME)
+            wall = self._wall()
+            self._max_ts = wall if self._max_ts is None else max(wall, self._max_ts)
         return (None if self._max_ts is None else self._max_ts - self._bound), False
 
 
