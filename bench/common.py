@@ -45,6 +45,8 @@ STARTUP_TIMEOUT_S = 120.0
 SIZES = {"records": "input records", "rate": "records/s", "duration": "measured seconds"}
 SIZES["warmup"] = "seconds before measuring"
 SIZES["size_repeat"] = "interleaved rounds at each input size, median"
+SIZES["keys"] = "distinct keys"
+SIZES["minutes"] = "minutes of event time, one tumbling window each"
 
 # -- arguments and results -------------------------------------------------------------------
 

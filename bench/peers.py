@@ -16,6 +16,8 @@ import sys
 import venv
 from pathlib import Path
 
+from tests.support import maven_classpath
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent / ".logwheel" / "bench"
 PINS = {
@@ -68,18 +70,8 @@ def python(peer: str) -> Path:
 def kafka_streams() -> list[str]:
     """The java command (less its arguments) of bench/kafka-streams' CountWords, built with
     Maven first when a source is newer than the jar."""
-    source, build = BENCH / "kafka-streams", ROOT / "kafka-streams"
-    jar = build / "kafka-streams-count-words-1.jar"
-    newest = max(p.stat().st_mtime for p in source.rglob("*") if p.is_file())
-    if not jar.exists() or jar.stat().st_mtime < newest:
-        print(f"peers: building {jar} with Maven", flush=True)
-        subprocess.run(
-            ["mvn", "-q", "-f", str(source / "pom.xml"), "package"]
-            + ["dependency:copy-dependencies"],
-            check=True,
-            stdout=sys.stderr,
-        )
-    classpath = f"{jar}:{build / 'dependency'}/*"
+    jar = ROOT / "kafka-streams" / "kafka-streams-count-words-1.jar"
+    classpath = maven_classpath(BENCH / "kafka-streams", jar)
     return ["java", "-cp", classpath, "logwheel.bench.CountWords"]
 
 

@@ -1,6 +1,7 @@
 """The closing summary of `make bench`: every benchmark's results file in one
 `bench/results/latest.json`, and Markdown tables of the figures issue 12 reads (throughput
-beside the peers, flatness in input size, high cardinality, restore, latency, watermark lag).
+beside the peers, flatness in input size, high cardinality, restore, latency, watermark lag),
+and the windowed count beside the peers.
 
     python bench/summary.py [--quick]     # from the results files of the last run
 """
@@ -109,12 +110,31 @@ def watermark_lag(report: dict) -> str:
     )
 
 
+def windowed(report: dict) -> str:
+    head = ["contender", "records", "records/s", "CPU µs/record", "peak RSS MB"]
+    head += ["CPU vs Quix (same guarantee)", "records/s vs Quix", "missing / unexpected / dup"]
+    return (
+        f"Tumbling 60 s count per key, {report['windows']:,} windows, median of "
+        f"{report['repeat']} interleaved round(s):\n\n"
+    ) + markdown(
+        head,
+        (
+            [r["contender"], f"{r['records']:,}", n(r["records_per_s"], ",.0f")]
+            + [n(r["cpu_us_per_record"], ".1f"), n(r.get("peak_rss_mb"), ".0f")]
+            + [n(r.get("cpu_vs_quix"), ".2f"), n(r.get("vs_quix"), ".2f")]
+            + [f"{r['missing']} / {r['unexpected']} / {r['duplicated']}"]
+            for r in report["rows"]
+        ),
+    )
+
+
 RENDER: dict[str, Callable[[dict], str]] = {
     "throughput": throughput,
     "scaling": scaling,
     "restore": restore,
     "latency": latency,
     "watermark_lag": watermark_lag,
+    "windowed": windowed,
 }
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +18,28 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def maven_classpath(project: Path, jar: Path) -> str:
+    """The Java classpath (`jar` and its copied dependencies) of the Maven project in
+    `project`, whose build writes `jar`: built first (`mvn -q package
+    dependency:copy-dependencies`) when a file of the project is newer than the jar. Builds of
+    the same jar wait for each other (test files run side by side, and beside the benchmarks)."""
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with open(jar.parent / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released with the file
+        newest = max(p.stat().st_mtime for p in project.rglob("*") if p.is_file())
+        if not jar.exists() or jar.stat().st_mtime < newest:
+            print(f"building {jar} with Maven", file=sys.stderr, flush=True)
+            shutil.rmtree(jar.parent / "dependency", ignore_errors=True)  # no stale versions
+            subprocess.run(
+                ["mvn", "-q", "-f", str(project / "pom.xml"), "package"]
+                + ["dependency:copy-dependencies"],
+                check=True,
+                stdout=sys.stderr,
+            )
+            jar.touch()  # Maven leaves a jar whose classes did not change as it was
+    return f"{jar}{os.pathsep}{jar.parent / 'dependency'}{os.sep}*"
 
 
 def unique_name(prefix: str) -> str:

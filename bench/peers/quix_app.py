@@ -10,12 +10,15 @@ import argparse
 from quixstreams import Application
 
 
-def application(description: str) -> tuple[Application, argparse.Namespace]:
+def application(description: str, **options: str) -> tuple[Application, argparse.Namespace]:
     """The Application of `--bootstrap --group --state-dir --guarantee`, and the arguments
-    (`--input` and `--output` too)."""
+    (`--input` and `--output` too, and an optional `--NAME` for each of `options`, whose
+    value is its default)."""
     parser = argparse.ArgumentParser(description=description)
     for name in ("bootstrap", "input", "output", "group", "state-dir", "guarantee"):
         parser.add_argument(f"--{name}", required=True)
+    for name, default in options.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=default)
     args = parser.parse_args()
     app = Application(
         broker_address=args.bootstrap,

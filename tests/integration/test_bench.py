@@ -132,3 +132,39 @@ def test_idle(kafka: str, tmp_path: Path) -> None:
     _, report = quick_run("idle", kafka, tmp_path)
     assert set(report["records_per_s"]) == {"__transaction_state", "__consumer_offsets"}
     assert report["seconds"] >= 3 and report["cpu_cores"] is not None
+
+
+def test_windowed(kafka: str, tmp_path: Path) -> None:
+    module, report = quick_run("windowed", kafka, tmp_path)
+    rows = report["rows"]
+    peers = list(module.PEERS) if module.peers.wanted() else []  # LOGWHEEL_BENCH_PEERS=1
+    assert [r["contender"] for r in rows] == list(module.CONTENDERS) + peers
+    assert report["windows"] > module.QUICK["keys"] and report["failed"] == []
+    for row in rows:
+        assert row["seconds"] > 0 and row["records_per_s"] > 0 and len(row["runs"]) == 1
+        # every window's final count was checked against the brute-force reference
+        assert (row["missing"], row["unexpected"], row["duplicated"]) == (0, 0, 0), row
+        assert row["runs"][0]["results"] == report["windows"], row["contender"]
+
+
+def test_windowed_reference_and_check() -> None:
+    """The reference counts every window the closing records close and none of theirs; the
+    check finds a missing window, a wrong count and a result written twice (it can fail)."""
+    module = load("windowed")
+    size = module.SIZE_MS
+    data = module.make_input(records=6, keys=2, minutes=3, base=0)
+    data_events = data.events[: -data.closing]
+    assert [e.timestamp for e in data_events] == sorted(e.timestamp for e in data_events)
+    assert {e.timestamp for e in data.events[-data.closing :]} == {8 * size}  # two windows on
+    assert {e.key for e in data.events[-data.closing :]} >= {"k0", "k1"}
+    assert all(start < 6 * size for _, start in data.expected)  # closing windows left out
+    assert sum(data.expected.values()) == 6 + 2 * module.PARTITIONS  # data and warm-up
+    expected = data.results()
+    written = collections.Counter(expected)
+    assert module.compare(expected, written) == {"missing": 0, "unexpected": 0, "duplicated": 0}
+    key, start, count = first = min(expected)
+    written[first] -= 1
+    written[(key, start, count + 1)] += 1  # a wrong count
+    written[max(expected)] += 1  # a duplicate
+    written.pop(sorted(expected)[1])  # a window never written
+    assert module.compare(expected, +written) == {"missing": 2, "unexpected": 1, "duplicated": 1}

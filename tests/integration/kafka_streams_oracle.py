@@ -1,0 +1,126 @@
+"""Kafka Streams' tumbling-window count as an external oracle for logwheel's windowed counts.
+
+`windowed_counts(...)` runs tests/integration/java/windowed-count (Kafka Streams, the broker's
+version) over a topic until it has processed the topic's end, and returns the final count of
+every window it closed; `run(...)` returns the records it wrote, which have logwheel's window
+result shape (`window_results` reads either's). The jar is built once with Maven into
+.logwheel/oracle/ (git-ignored), again when a source is newer than it.
+
+Kafka Streams closes a window when its partition's stream time (the largest timestamp seen
+there) reaches end + grace: a test sends, per input partition, a record late enough to close
+the windows it compares, and leaves that record's own window out.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+
+from tests.support import REPO, maven_classpath, unique_name
+
+PROJECT = REPO / "tests" / "integration" / "java" / "windowed-count"
+JAR = REPO / ".logwheel" / "oracle" / "windowed-count" / "windowed-count-1.jar"
+
+
+class WindowCount(NamedTuple):
+    """One window's result: its key, [start, end) in ms, its count."""
+
+    key: str
+    start: int
+    end: int
+    count: int
+
+
+def command() -> list[str]:
+    """The java command (less its arguments) of WindowedCount, built first if need be."""
+    classpath = maven_classpath(PROJECT, JAR)
+    logging = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"
+    return ["java", logging, "-cp", classpath, "logwheel.oracle.WindowedCount"]
+
+
+def window_results(msgs: Iterable) -> list[WindowCount]:
+    """The window results of records read with `read_topic` (logwheel's or the oracle's), in
+    the order read."""
+    results = []
+    for m in msgs:
+        value = json.loads(m.value())
+        results.append(WindowCount(value["key"], value["start"], value["end"], value["value"]))
+    return results
+
+
+def run(
+    bootstrap: str,
+    input_topic: str,
+    output_topic: str,
+    workdir: Path,
+    *,
+    size_ms: int,
+    grace_ms: int,
+    guarantee: str = "exactly_once_v2",
+    idle_ms: int = 1_000,
+    timeout: float = 180,
+) -> list[Message]:
+    """Run the oracle over `input_topic` from its start, writing `output_topic` (which must
+    exist), until its committed offsets have stayed at the input's end for `idle_ms`; returns
+    every record it wrote (`window_results` reads them). Its state and log go in `workdir`."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "windowed-count.log"
+    args = [bootstrap, input_topic, output_topic, unique_name("oracle"), str(size_ms)]
+    args += [str(grace_ms), guarantee, str(workdir / "state"), str(idle_ms)]
+    java = command()  # built before the clock starts
+    with open(log, "wb") as out:
+        try:
+            code = subprocess.run(
+                java + args, stdout=out, stderr=subprocess.STDOUT, timeout=timeout
+            ).returncode
+        except subprocess.TimeoutExpired:
+            code = None
+    if code != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise AssertionError(f"WindowedCount ended with {code} (None: timed out):\n{tail}")
+    return read_to_end(bootstrap, output_topic)
+
+
+def windowed_counts(
+    bootstrap: str, input_topic: str, output_topic: str, workdir: Path, **options: object
+) -> set[WindowCount]:
+    """The (key, start, end, count) of every window the oracle closed over `input_topic`
+    (`run`'s options)."""
+    return set(window_results(run(bootstrap, input_topic, output_topic, workdir, **options)))
+
+
+def read_to_end(bootstrap: str, topic: str, timeout: float = 60) -> list[Message]:
+    """Every committed record of `topic`, read until each partition's end (as it stands: for a
+    topic no one writes any more)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique_name("reader"),
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        records, ended, deadline = [], set(), time.monotonic() + timeout
+        while len(ended) < len(partitions):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: partitions {set(partitions) - ended} never ended")
+            for msg in consumer.consume(1000, 0.2):
+                if msg.error() is None:
+                    records.append(msg)
+                elif msg.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(msg.partition())
+                else:
+                    raise RuntimeError(msg.error())
+        return records
+    finally:
+        consumer.close()
