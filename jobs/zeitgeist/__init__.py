@@ -9,12 +9,12 @@ Run it with `logwheel run jobs.zeitgeist:pipeline`, feed it with
 `python -m jobs.zeitgeist.inject`, or see both with `make demo`.
 """
 
-from framework import InjectorWatermark, Pipeline
+from framework import InjectorWatermark, Pipeline, windows
 from jobs.zeitgeist.computations import (
+    WINDOW_MS,
     DipDetector,
     ModelCalculator,
     SpikeDetector,
-    WindowCounter,
     query_key,
 )
 
@@ -22,15 +22,18 @@ INJECTOR = "query-generator"
 
 pipeline = Pipeline("zeitgeist")
 pipeline.source("queries", schema="zeitgeist.SearchQuery", watermark=InjectorWatermark(INJECTOR))
-pipeline.computation(
+pipeline.windowed(
     "window-counter",
-    WindowCounter,
     inputs={"queries": query_key},
-    outputs={"window-counts": "zeitgeist.WindowCount"},
+    window=windows.Tumbling(size_ms=WINDOW_MS),
+    aggregate=windows.Count(),
+    output="window-counts",
+    output_schema="zeitgeist.WindowResult",
+    emit="final",
 )
 pipeline.computation(
     "model",
-    ModelCalculator,
+    ModelCalculator,  # counts the windows window-counts lacks as empty
     inputs={"window-counts": None},  # already keyed by query
     outputs={"models": "zeitgeist.Model"},
 )

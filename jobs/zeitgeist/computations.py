@@ -1,18 +1,17 @@
 """Zeitgeist, MillWheel's motivating pipeline (VLDB 2013, §2 and Figure 1): find search
 queries that spike or dip, against a model of each query's usual traffic.
 
-    queries ─▶ WindowCounter ─▶ window-counts ─▶ ModelCalculator ─▶ models ─┬▶ SpikeDetector
-                                                                           └▶ DipDetector
+    queries ─▶ window-counter ─▶ window-counts ─▶ ModelCalculator ─▶ models ─┬▶ SpikeDetector
+                                                                            └▶ DipDetector
     (both detectors write `anomalies`)
 
-- `WindowCounter` buckets searches into 1-second event-time windows per normalized query and
-  closes each window with an event-time timer at its end: only once the low watermark has
-  passed the window is its count known to be complete (§2, "Low Watermarks"). It reports
-  EMPTY windows too (count 0) for every query it has seen recently, so that a query which
-  stops entirely shows up as a dip rather than as silence.
+- `window-counter` is no class of its own: `pipeline.windowed` with `windows.Tumbling` and
+  `windows.Count()` (jobs/zeitgeist/__init__.py) counts searches per normalized query in
+  1-second event-time windows, each produced once the low watermark has passed its end, when
+  its count is known to be complete (§2, "Low Watermarks"). Only windows with searches exist.
 - `ModelCalculator` keeps per query an exponentially weighted moving average of its count per
-  window — the expected count — and emits, for every window, what the model had predicted for
-  it next to what was observed.
+  window — the expected count — and emits, for every window, empty ones included, what the
+  model had predicted for it next to what was observed.
 - `SpikeDetector` / `DipDetector` compare the two and report anomalies.
 """
 
@@ -21,6 +20,8 @@ from __future__ import annotations
 from framework.core.api import Computation, Context, Record, Timer
 
 WINDOW_MS = 1000
+EMPTY = "empty"
+"""The model's timer at the end of the window after the last one it folded in."""
 
 
 def normalize(text: str) -> str:
@@ -33,85 +34,25 @@ def query_key(record: Record) -> str:
     return normalize(record.value["query"])
 
 
-class WindowCounter(Computation):
-    """Counts searches per query per 1-second event-time window; emits `window-counts`
-    {query, window_start, window_end, count} once the low watermark passes each window's end,
-    for every window from the first one the query was seen in, empty ones included, until it
-    has been silent for `idle_windows` windows (then its state is dropped).
-
-    State of a query: `counts` (window start as str -> count, for windows not yet emitted),
-    `next` (start of the earliest window not yet emitted) and `idle` (consecutive empty windows
-    emitted). One event-time timer, "close", at the end of window `next`.
-
-    Why zeros are emitted here: a dip is the ABSENCE of records, which no record-driven
-    computation downstream can see. The low-watermark timer is what knows that a window is
-    complete — also when it is empty — so the window counter is the place that can say "0".
-    The series is dense per query (one record per window, in window order), which also lets the
-    model treat its input as a regular time series. Queries silent for `idle_windows` are
-    forgotten, so a long tail of one-off queries does not emit zeros forever; a total outage of
-    a popular query is reported as a dip for that long (5 minutes by default).
-
-    Timestamp of a window's record: window_end - 1, the largest timestamp inside the window.
-    It is no smaller than any record counted in it (MillWheel §4.5: an aggregate's timestamp
-    must not be smaller than its sources'), keeps the record inside its own window for anyone
-    bucketing downstream by timestamp, and is never late downstream: this computation's output
-    watermark is min(input watermark, earliest pending event timer). While the "close" timer at
-    window_end is pending and not due, the input watermark W is < window_end, i.e.
-    <= window_end - 1, so every output watermark published before the window is emitted is
-    <= window_end - 1 <= its timestamp. The timer fires in the very call that raises W to
-    window_end or more (`Executor.advance_watermark` fires what is due before returning), and
-    the runtime publishes the raised watermark only with, and after, the firing's productions;
-    consumers apply it only once they have read past them. (The timer alone would only hold
-    the output watermark at window_end; the record stays on time because no watermark is
-    published between W reaching window_end and the timer firing.) tests/unit/jobs checks it:
-    downstream sees no late records with watermarks taken from `output_watermark()`.
-    """
-
-    window_ms = WINDOW_MS
-    idle_windows = 300
-
-    def process_record(self, ctx: Context, record: Record) -> None:
-        start = record.timestamp - record.timestamp % self.window_ms
-        state = ctx.state
-        counts = state.get("counts")
-        if counts is None:
-            counts = state["counts"] = {}
-        slot = str(start)
-        counts[slot] = counts.get(slot, 0) + 1
-        # A record that is not late lies at or after the watermark, hence after every window
-        # already emitted (each was emitted once the watermark passed its end): `start` is
-        # before `next` only while nothing has been emitted, e.g. when a query's first
-        # records arrive out of order.
-        following = state.get("next")
-        if following is None or start < following:
-            state["next"] = start
-            ctx.set_timer("close", start + self.window_ms)
-
-    def process_timer(self, ctx: Context, timer: Timer) -> None:
-        start = timer.time - self.window_ms
-        state = ctx.state
-        counts = state.get("counts", {})
-        count = counts.pop(str(start), 0)
-        ctx.produce(
-            "window-counts",
-            {"query": ctx.key, "window_start": start, "window_end": timer.time, "count": count},
-            timestamp=timer.time - 1,  # see the class docstring: never late downstream
-        )
-        idle = 0 if count else state.get("idle", 0) + 1
-        if idle >= self.idle_windows and not counts:
-            state.clear()  # silent long enough: forget the query (a tombstone)
-            return
-        state["idle"] = idle
-        state["next"] = timer.time
-        ctx.set_timer("close", timer.time + self.window_ms)
-
-
 class ModelCalculator(Computation):
     """Per query, an exponentially weighted moving average (EWMA) of its count per window:
-    the count the next window is expected to have. For each window count it emits `models`
+    the count the next window is expected to have. For each window it emits `models`
     {query, window_start, expected, count}, where `expected` is what the model predicted for
     that window BEFORE seeing it — the figure a detector compares the count with.
 
+    - Empty windows: `window-counts` holds only windows that had searches, but a dip is the
+      ABSENCE of searches, which no record shows. So while a query is followed, an event-time
+      timer, `EMPTY`, waits at the end of the window after the last one folded in. It fires
+      once this computation's input low watermark — the window counter's output watermark —
+      passes that end, hence after that window's result would have arrived (a watermark never
+      overtakes the records before it): the window was empty and counts 0. A result that comes
+      after a gap (upstream closed several windows before the watermark moved here) first folds
+      in the empty windows before it, so the models are the same whichever comes first.
+    - Forgetting: after `idle_windows` empty windows in a row a query is no longer followed
+      (no timer, no zeros) until it is searched again, so a long tail of one-off queries does
+      not fold in zeros forever; a total outage of a popular query is reported as a dip for
+      that long (5 minutes by default). The windows it then misses still count as empty,
+      without a model each: the average decays over the gap.
     - Warm-up: the first `warmup` windows of a query only build the model (as a running mean,
       which is an EWMA without start-up bias) and emit nothing: every emitted model is one a
       detector may judge by.
@@ -119,31 +60,65 @@ class ModelCalculator(Computation):
       expected * clamp + 1], so a spike or an outage moves the model only slowly and does not
       cause a false anomaly of the opposite kind once it is over; a lasting change of level is
       still followed, within a few dozen windows.
-    - Windows it never got (the query was forgotten by the window counter after a silence)
-      count as empty windows: the average decays over the gap.
     - A window at or before the last one folded in is ignored (a replay), so the model does not
       count a window twice.
+
+    A model's timestamp is its window's end - 1, as the window's result's, and never late
+    downstream: a window that came was on time here, so its model is too; while `EMPTY` is
+    pending at the end E of the next window, the output watermark stays below E, and the empty
+    windows still to come are that one or later (timestamp >= E - 1). The model `EMPTY`
+    produces when it fires precedes the raised watermark, which the runtime publishes only
+    after the firing's productions.
 
     State of a query — the model other teams read from this computation's changelog — uses
     the field names of `zeitgeist.Model`: `query`, `window_start` (the last window folded in),
     `expected` (the prediction for the next window), `count` (the last window's count), plus
-    `windows` (how many were folded in, for the warm-up). The state stays JSON until
-    `zeitgeist.Model` gains a `windows` field; then `state_schema = "zeitgeist.Model"` makes
-    the changelog speak that type.
+    `windows` (how many were folded in, for the warm-up) and `idle` (empty windows in a row,
+    present while the query is followed). The state stays JSON until `zeitgeist.Model` gains
+    these fields; then `state_schema = "zeitgeist.Model"` makes the changelog speak that type.
     """
 
     alpha = 0.1
     warmup = 10
     clamp = 2.0
+    idle_windows = 300
     window_ms = WINDOW_MS
 
     def process_record(self, ctx: Context, record: Record) -> None:
-        value = record.value
-        start, count = value["window_start"], value["count"]
+        start, count = record.value["start"], record.value["value"]
         state = ctx.state
         last = state.get("window_start")
         if last is not None and start <= last:
             return
+        self._fold_empty(ctx, before=start)
+        self._fold(ctx, start, count)
+        state["idle"] = 0
+        ctx.set_timer(EMPTY, start + 2 * self.window_ms)
+
+    def process_timer(self, ctx: Context, timer: Timer) -> None:
+        self._fold_empty(ctx, before=timer.time)
+        if "idle" in ctx.state:
+            ctx.set_timer(EMPTY, timer.time + self.window_ms)
+
+    def _fold_empty(self, ctx: Context, before: int) -> None:
+        """Fold a count of 0 in for each window after the last one folded in that starts before
+        `before`, while the query is followed; stop following it after `idle_windows`."""
+        state = ctx.state
+        if "idle" not in state:
+            return
+        start = state["window_start"] + self.window_ms
+        while start < before and "idle" in state:
+            self._fold(ctx, start, 0)
+            state["idle"] += 1
+            if state["idle"] >= self.idle_windows:
+                del state["idle"]  # silent long enough: forgotten
+            start += self.window_ms
+
+    def _fold(self, ctx: Context, start: int, count: int) -> None:
+        """Emit the model's prediction for window `start` next to its `count` (after warm-up),
+        then fold the count into the model."""
+        state = ctx.state
+        last = state.get("window_start")
         windows = state.get("windows", 0)
         expected = state.get("expected")
         if expected is not None and last is not None:
@@ -154,6 +129,7 @@ class ModelCalculator(Computation):
             ctx.produce(
                 "models",
                 {"query": ctx.key, "window_start": start, "expected": expected, "count": count},
+                timestamp=start + self.window_ms - 1,
             )
         if expected is None:
             expected = float(count)
@@ -200,7 +176,8 @@ class DipDetector(Computation):
     """Reports a `dip` when a window's count falls below the expected count divided by
     `factor`, for queries expected at least `min_expected` times per window (below that, an
     empty window is ordinary chance). Sound only because window counts are complete: the window
-    counter emits a window, zeros included, once the low watermark has passed its end."""
+    counter produces a window once the low watermark has passed its end, and the model counts
+    one it did not get as empty once its own watermark has."""
 
     factor = 5.0
     min_expected = 20.0

@@ -23,7 +23,7 @@ def pipeline(name: str) -> Pipeline:
         "count",
         Noop,
         inputs={f"{name}-queries": key_by("query")},
-        outputs={f"{name}-counts": "zeitgeist.WindowCount"},
+        outputs={f"{name}-counts": "zeitgeist.WindowResult"},
     )
     p.computation("detect", Noop, inputs={f"{name}-counts": None}, partitions=2)
     return p

@@ -330,12 +330,12 @@ def test_produce_to_undeclared_stream_raises_a_clear_error():
 def test_value_its_schema_rejects_is_an_encode_dead_letter():
     class Bad(Computation):
         def process_record(self, ctx, record):
-            ctx.produce("counts", {"query": "q"})  # misses window_start, window_end, count
+            ctx.produce("counts", {"key": "q"})  # misses start, end, value
 
     p = (
         Pipeline("t")
         .source("in")
-        .computation("c", Bad, inputs={"in": None}, outputs={"counts": "zeitgeist.WindowCount"})
+        .computation("c", Bad, inputs={"in": None}, outputs={"counts": "zeitgeist.WindowResult"})
     )
     h = Harness(p, "c")
     h.send("in", "k", {}, 0)
@@ -352,7 +352,7 @@ class HalfGood(Computation):
         ctx.set_timer("t", 100)
         ctx.produce("out", {"n": ctx.state["n"]})
         if record.value.get("bad") == "output":
-            ctx.produce("counts", {"query": "q"})
+            ctx.produce("counts", {"key": "q"})
         elif record.value.get("bad") == "state":
             ctx.state["s"] = {1, 2}
 
@@ -360,7 +360,10 @@ class HalfGood(Computation):
 def half_good() -> Harness:
     p = Pipeline("t").source("in")
     p.computation(
-        "c", HalfGood, inputs={"in": None}, outputs={"out": None, "counts": "zeitgeist.WindowCount"}
+        "c",
+        HalfGood,
+        inputs={"in": None},
+        outputs={"out": None, "counts": "zeitgeist.WindowResult"},
     )
     return Harness(p, "c")
 
@@ -382,7 +385,7 @@ def test_a_failed_production_fails_the_call_even_if_the_hook_catches_it():
             ctx.state["n"] = 1
             ctx.produce("out", {"first": True})
             try:  # noqa: SIM105 - the point: a hook that swallows the error
-                ctx.produce("counts", {"query": "q"})  # its schema rejects it
+                ctx.produce("counts", {"key": "q"})  # its schema rejects it
             except Exception:
                 pass
 
@@ -391,7 +394,7 @@ def test_a_failed_production_fails_the_call_even_if_the_hook_catches_it():
         "c",
         Swallowing,
         inputs={"in": None},
-        outputs={"out": None, "counts": "zeitgeist.WindowCount"},
+        outputs={"out": None, "counts": "zeitgeist.WindowResult"},
     )
     h = Harness(p, "c")
     h.send("in", "k", {}, 0)

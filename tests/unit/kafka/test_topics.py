@@ -28,7 +28,7 @@ def zeitgeist(partitions: int = 4) -> Pipeline:
         "counter",
         Noop,
         inputs={"queries": key_by("query"), "clicks": None},
-        outputs={"window-counts": "zeitgeist.WindowCount"},
+        outputs={"window-counts": "zeitgeist.WindowResult"},
     )
     p.computation(
         "model",

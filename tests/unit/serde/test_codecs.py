@@ -62,12 +62,7 @@ SAMPLES = {
     },
     "logwheel.TimerEntry": {"key": "k", "tag": "close", "time": 60_000, "domain": "processing"},
     "zeitgeist.SearchQuery": {"query": "kafka", "user": "u1", "locale": None},
-    "zeitgeist.WindowCount": {
-        "query": "kafka",
-        "window_start": 0,
-        "window_end": 60_000,
-        "count": 3,
-    },
+    "zeitgeist.WindowResult": {"key": "kafka", "start": 0, "end": 60_000, "value": 3},
     "zeitgeist.Anomaly": {
         "query": "kafka",
         "window_start": 0,
