@@ -1,9 +1,9 @@
 """Kafka Streams' tumbling-window count as an external oracle for logwheel's windowed counts.
 
-`windowed_counts(...)` runs tests/integration/java/windowed-count (Kafka Streams, the broker's
-version) over a topic until it has processed the topic's end, and returns the final count of
-every window it closed; `run(...)` returns the records it wrote, which have logwheel's window
-result shape (`window_results` reads either's). The jar is built once with Maven into
+`run(...)` runs tests/integration/java/windowed-count (Kafka Streams, the broker's version)
+over a topic until it has processed the topic's end, and returns the records it wrote: the
+final count of every window it closed, in logwheel's window result shape (`window_results`
+reads either's). The jar is built once with Maven into
 .logwheel/oracle/ (git-ignored), again when a source is newer than it.
 
 Kafka Streams closes a window when its partition's stream time (the largest timestamp seen
@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
+from framework.kafka import reading
+from framework.kafka.config import consumer_config
+from framework.kafka.reading import Ends
 from tests.support import REPO, maven_classpath, unique_name
 
 PROJECT = REPO / "tests" / "integration" / "java" / "windowed-count"
@@ -87,40 +89,16 @@ def run(
     return read_to_end(bootstrap, output_topic)
 
 
-def windowed_counts(
-    bootstrap: str, input_topic: str, output_topic: str, workdir: Path, **options: object
-) -> set[WindowCount]:
-    """The (key, start, end, count) of every window the oracle closed over `input_topic`
-    (`run`'s options)."""
-    return set(window_results(run(bootstrap, input_topic, output_topic, workdir, **options)))
-
-
 def read_to_end(bootstrap: str, topic: str, timeout: float = 60) -> list[Message]:
-    """Every committed record of `topic`, read until each partition's end (as it stands: for a
-    topic no one writes any more)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": unique_name("reader"),
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
+    """Every committed record of `topic`, read to where each partition ends now (for a topic
+    no one writes any more)."""
+    consumer = Consumer(consumer_config(bootstrap, reader=unique_name("reader")))
     try:
         partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-        records, ended, deadline = [], set(), time.monotonic() + timeout
-        while len(ended) < len(partitions):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{topic}: partitions {set(partitions) - ended} never ended")
-            for msg in consumer.consume(1000, 0.2):
-                if msg.error() is None:
-                    records.append(msg)
-                elif msg.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(msg.partition())
-                else:
-                    raise RuntimeError(msg.error())
+        ends, records = Ends(consumer), []
+        ends.add((topic, p) for p in partitions)
+        reading.read_to_end(ends, records.extend, timeout=timeout)
         return records
     finally:
         consumer.close()

@@ -19,7 +19,7 @@ from typing import Any
 
 from framework.core.api import Computation, Context, Record, Timer
 from framework.core.windows.aggregates import Aggregate
-from framework.core.windows.shapes import Hopping, Session, Window
+from framework.core.windows.shapes import Session, Window
 from framework.errors import LateRecord
 
 _MISSING = object()
@@ -38,19 +38,19 @@ class Windowed(Computation):
         self.output = output
         self.final = emit == "final"
         self.grace = window.grace_ms
+        self.session = isinstance(window, Session)
         if isinstance(window, Session):
+            self.gap = window.gap_ms
             self.process_record = self._session_record  # type: ignore[method-assign]
         else:
             self.size = window.size_ms
-            self.tumbling = window.every_ms == window.size_ms
+            self.starts = None if window.every_ms == window.size_ms else window.starts
 
     # -- fixed windows --------------------------------------------------------------------------
 
     def process_record(self, ctx: Context, record: Record) -> None:
-        window = self.window
-        assert isinstance(window, Hopping)
         ts, size, grace, aggregate = record.timestamp, self.size, self.grace, self.aggregate
-        starts = (ts - ts % size,) if self.tumbling else window.starts(ts)
+        starts = (ts - ts % size,) if self.starts is None else self.starts(ts)
         state = ctx.state
         took = False
         for start in starts:
@@ -72,7 +72,7 @@ class Windowed(Computation):
 
     def _session_record(self, ctx: Context, record: Record) -> None:
         ts, aggregate, state = record.timestamp, self.aggregate, ctx.state
-        start, end = ts, ts + self.window.gap_ms  # type: ignore[union-attr]
+        start, end = ts, ts + self.gap
         bridged = sorted(
             (int(slot), slot, entry[0], entry[1])
             for slot, entry in state.items()
@@ -105,7 +105,7 @@ class Windowed(Computation):
         if entry is _MISSING or not self.final:
             return
         start = int(timer.tag)
-        if isinstance(self.window, Session):
+        if self.session:
             end, acc = entry
         else:
             end, acc = start + self.size, entry
