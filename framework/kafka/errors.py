@@ -21,6 +21,8 @@ _PASSING = {
     KafkaError._RESOLVE,
     KafkaError._DESTROY_BROKER,  # a broker's connection torn down while it restarts
     KafkaError._UNKNOWN_PARTITION,  # metadata not yet refreshed after a broker restart
+    KafkaError._NOENT,  # an admin request's "No leaders found" while a broker restarts
+    KafkaError.FENCED_LEADER_EPOCH,  # the client's metadata older than a restarted leader's
     KafkaError.REQUEST_TIMED_OUT,
     KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_NOT_AVAILABLE,

@@ -8,7 +8,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, Message, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from framework.core.pipeline import PipelineError
 from framework.kafka.errors import Unreachable, check, reaching_kafka
@@ -59,6 +60,21 @@ def watermark_offsets(
 
 
 Partition = tuple[str, int]
+
+
+def end_offsets(
+    admin: AdminClient, partitions: Iterable[Partition], *, committed: bool, timeout: float = 30
+) -> dict[Partition, int]:
+    """Where each partition ends: for `committed` readers its last stable offset, which stops
+    at the first record of the earliest transaction still open, whoever wrote it; else past
+    every record written, open transactions' included."""
+    request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
+    if not request:
+        return {}
+    isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    with reaching_kafka():
+        answers = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
+        return {(tp.topic, tp.partition): f.result().offset for tp, f in answers.items()}
 
 
 def records(msgs: Iterable[Message]) -> list[Message]:

@@ -4,6 +4,7 @@ per computation and input partition."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,7 +18,10 @@ from framework.core.clock import now_ms
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.watermarks import repartition_producer, task_producer
 from framework.kafka.config import client_config, consumer_config, reader_group
+from framework.kafka.errors import Unreachable
 from framework.streaming.channels import WatermarkChannels
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -46,13 +50,16 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
     admin = AdminClient(client_config(bootstrap, kafka))
     existing = admin.list_topics(timeout=30).topics
     reader = reader_group(pipeline.name)
-    channels = WatermarkChannels(consumer_config(bootstrap, reader=reader, extra=kafka))
+    channels = WatermarkChannels(consumer_config(bootstrap, reader=reader, extra=kafka), admin)
     rows = []
     try:
         channels.follow(
             s.watermarks for s in pipeline.computations.values() if s.watermarks in existing
         )
-        channels.catch_up()
+        try:
+            channels.catch_up(timeout=30, settle=False)
+        except Unreachable as error:
+            log.warning("watermarks may be behind: %s", error)
         for spec in pipeline.computations.values():
             owners = _owners(admin, spec.group)
             consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))

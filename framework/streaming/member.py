@@ -69,14 +69,21 @@ class Member:
         )
         self.committer = Committer(spec, self.collector, self.consumer, instance)
         reader = consumer_config(bootstrap, reader=reader_group(spec.group), extra=kafka)
-        self.channels = WatermarkChannels(dict(reader))
+        self.channels = WatermarkChannels(dict(reader), admin)
         self.restorer = Restorer(Consumer(dict(reader)), spec, _topic_ids(admin, spec))
         self.rt = Runtime(
             pipeline, spec, self.collector, partitions, ErrorPolicy(spec.group, spec.on_error)
         )
         self.tables = Tables(Consumer(dict(reader)), spec, state_dir) if spec.tables else None
         self.tasks = TaskManager(
-            self.rt, self.consumer, self.channels, self.restorer, state_dir, self.tables, standby
+            self.rt,
+            self.consumer,
+            admin,
+            self.channels,
+            self.restorer,
+            state_dir,
+            self.tables,
+            standby,
         )
         self.isolation = Isolation(self.rt, admin)
         self.meter = Meter(spec.name, self.consumer, self.collector)

@@ -13,11 +13,13 @@ import logging
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from framework.core.timers import decode_timer
 from framework.core.watermarks import Published
 from framework.errors import Rejoin
 from framework.kafka.output import Runtime
+from framework.kafka.reading import end_offsets
 from framework.state.restore import Restorer
 from framework.state.store import TaskStore
 from framework.state.tables import Tables
@@ -35,6 +37,7 @@ class TaskManager:
         self,
         rt: Runtime,
         consumer: Consumer,
+        admin: AdminClient,
         channels: WatermarkChannels,
         restorer: Restorer,
         state_dir: Path,
@@ -44,6 +47,7 @@ class TaskManager:
         self.rt = rt
         self.spec = rt.spec
         self.consumer = consumer
+        self.admin = admin
         self.channels = channels
         self.restorer = restorer
         self.state_dir = state_dir
@@ -185,14 +189,11 @@ class TaskManager:
     def _claim_outputs(self, task: Task) -> None:
         """A task taking over counts everything already in its output partitions as written
         by it, so its first mark cannot overtake what its previous owner wrote after its
-        last mark."""
-        ends = []
-        for topic in task.outputs:
-            for p in range(self.rt.partitions.get(topic, 0)):
-                _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), TIMEOUT_S)
-                if high > 0:
-                    ends.append(((topic, p), high - 1))
-        self.rt.collector.remember(ends)
+        last mark — open transactions' records included: the last stable offset may lie
+        below that owner's last writes, held there by another process's transaction."""
+        partitions = [(t, p) for t in task.outputs for p in range(self.rt.partitions.get(t, 0))]
+        ends = end_offsets(self.admin, partitions, committed=False, timeout=TIMEOUT_S)
+        self.rt.collector.remember((tp, end - 1) for tp, end in ends.items() if end > 0)
 
     def catch_up_positions(self) -> None:
         """Read positions move past transaction markers too, which no message reports: take

@@ -5,6 +5,8 @@ Behaviour that lives in Kafka is tested against the real broker in tests/integra
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
+from types import SimpleNamespace
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
@@ -99,3 +101,14 @@ class FakeConsumer:
 
     def seek(self, tp):
         self.calls.append(("seek", (tp.topic, tp.partition, tp.offset)))
+
+
+class FakeAdmin:
+    """An admin client whose partitions all end at offset 0."""
+
+    def list_offsets(self, request, **kwargs):
+        answers = {}
+        for tp in request:
+            answers[tp] = future = Future()
+            future.set_result(SimpleNamespace(offset=0))
+        return answers

@@ -15,7 +15,7 @@ from framework.state.store import TaskStore
 from framework.streaming.task import KeyedTask
 from framework.streaming.task_manager import TaskManager
 from jobs.wordcount import build
-from tests.unit.streaming.fakes import FakeCollector, FakeConsumer
+from tests.unit.streaming.fakes import FakeAdmin, FakeCollector, FakeConsumer
 
 
 class FakeRestorer:
@@ -62,7 +62,7 @@ def manager(tmp_path, committed=None):
     spec = pipeline["count-words"]
     rt = Runtime(pipeline, spec, FakeCollector(), {"tm-words": 4}, ErrorPolicy("tm", "skip"))
     consumer, restorer = FakeConsumer(committed or {}), FakeRestorer()
-    tm = TaskManager(rt, consumer, FakeChannels(), restorer, tmp_path)
+    tm = TaskManager(rt, consumer, FakeAdmin(), FakeChannels(), restorer, tmp_path)
     return tm, consumer, restorer
 
 

@@ -1,0 +1,95 @@
+"""A task taking over a partition, where another process's transaction is still open on the
+topics it reads its previous owner's marks and offsets from: a read_committed reader's end
+(the last stable offset) stops at that transaction's first record, below what the previous
+owner committed after it. Found by the seeded chaos run: a member that rejoined after a broker
+restart published a lower watermark than it had before (invariant 4)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from framework.core.dead_letters import ErrorPolicy
+from framework.core.watermarks import Mark, encode_mark
+from framework.kafka.config import client_config, consumer_config, producer_config
+from framework.kafka.output import Runtime
+from framework.kafka.topics import create_topics
+from framework.streaming.channels import WatermarkChannels
+from framework.streaming.task_manager import TaskManager
+from tests.chaos import windows_job
+from tests.unit.streaming.fakes import FakeCollector
+from tests.unit.streaming.test_task_manager import FakeChannels, FakeRestorer
+
+
+def _open_transaction(kafka: str, topic: str, name: str) -> Producer:
+    """Another process, whose transaction holds one record in partition 0 of `topic`."""
+    producer = Producer(producer_config(kafka, transactional_id=name))
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"other", b"other's", partition=0)
+    producer.flush(30)
+    return producer
+
+
+def _committed(kafka: str, topic: str, name: str, records: list[tuple[bytes, bytes]]) -> None:
+    producer = Producer(producer_config(kafka, transactional_id=name))
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for key, value in records:
+        producer.produce(topic, value, key, partition=0)
+    producer.commit_transaction(30)
+
+
+def test_a_takeover_reads_its_previous_owners_mark_behind_another_process_s_transaction(
+    kafka, create_topic, unique
+):
+    channel = create_topic(config={"cleanup.policy": "compact"})
+    other = _open_transaction(kafka, channel, unique("other"))
+    mark = Mark("count/task/0", 2_000, False, {}, 1_000)
+    _committed(kafka, channel, unique("owner"), [(b"count/task/0", encode_mark(mark))])
+    admin = AdminClient(client_config(kafka))
+    channels = WatermarkChannels(consumer_config(kafka, reader=unique("reader")), admin)
+    # the other process commits a little later: its commit, not the owner's, moves the end
+    later = threading.Timer(2.0, other.commit_transaction, args=(30,))
+    later.start()
+    try:
+        channels.follow([channel])
+        started = time.monotonic()
+        channels.catch_up(timeout=60)
+        assert channels.latest(channel, "count/task/0") == mark
+        assert time.monotonic() - started > 1.0  # it waited for the other transaction
+    finally:
+        later.join()
+        channels.close()
+
+
+def test_a_takeover_claims_its_outputs_up_to_its_previous_owners_writes(kafka, unique, tmp_path):
+    prefix = unique("claim") + "-"
+    pipeline = windows_job.build(prefix.rstrip("-"), prefix)
+    spec = pipeline["count"]
+    events, by_key = f"{prefix}events", spec.by_key(f"{prefix}events")
+    create_topics(kafka, pipeline)
+    other = _open_transaction(kafka, by_key, unique("other"))
+    _committed(kafka, by_key, unique("owner"), [(b"k", b"1"), (b"k", b"2")])  # offsets 1, 2
+
+    remembered: dict = {}
+    collector = FakeCollector()
+    collector.remember = remembered.update
+    partitions = {events: spec.partitions, by_key: spec.partitions}
+    rt = Runtime(pipeline, spec, collector, partitions, ErrorPolicy(spec.group, "skip"))
+    consumer = Consumer(consumer_config(kafka, group=spec.group))
+    admin = AdminClient(client_config(kafka))
+    tasks = TaskManager(rt, consumer, admin, FakeChannels(), FakeRestorer(), tmp_path)
+    try:
+        tasks.assigned([TopicPartition(events, 0)])
+        tasks.step()
+        assert [t.producer for t in tasks.running()] == [f"count/by-key/{events}/0"]
+        # past the owner's last write (offset 2), though the stable end is the other's record
+        assert remembered[(by_key, 0)] >= 2
+    finally:
+        other.abort_transaction(30)
+        tasks.close()
+        consumer.close()
