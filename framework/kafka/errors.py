@@ -23,6 +23,8 @@ _PASSING = {
     KafkaError._UNKNOWN_PARTITION,  # metadata not yet refreshed after a broker restart
     KafkaError._NOENT,  # an admin request's "No leaders found" while a broker restarts
     KafkaError.FENCED_LEADER_EPOCH,  # the client's metadata older than a restarted leader's
+    KafkaError.UNKNOWN_LEADER_EPOCH,  # ... or newer than the leader knows yet
+    KafkaError.OFFSET_NOT_AVAILABLE,  # a new leader that cannot say its end offsets yet
     KafkaError.REQUEST_TIMED_OUT,
     KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_NOT_AVAILABLE,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from typing import TypeVar
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -15,6 +16,7 @@ from framework.core.pipeline import PipelineError
 from framework.kafka.errors import Unreachable, check, reaching_kafka
 
 POINTS = ("earliest", "latest")
+T = TypeVar("T")
 
 
 def parse_point(to: str) -> str | int:
@@ -48,11 +50,16 @@ def watermark_offsets(
 ) -> tuple[int, int]:
     """(low, high) of `tp`, asked again while its leader is moving (a broker restarting, a
     topic just created) until `timeout` seconds have passed."""
+    return _asking_again(lambda: consumer.get_watermark_offsets(tp, timeout), timeout)
+
+
+def _asking_again(ask: Callable[[], T], timeout: float) -> T:
+    """`ask()`, again while it meets a passing failure, until `timeout` seconds have passed."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             with reaching_kafka():
-                return consumer.get_watermark_offsets(tp, timeout)
+                return ask()
         except Unreachable:
             if time.monotonic() >= deadline:
                 raise
@@ -67,14 +74,17 @@ def end_offsets(
 ) -> dict[Partition, int]:
     """Where each partition ends: for `committed` readers its last stable offset, which stops
     at the first record of the earliest transaction still open, whoever wrote it; else past
-    every record written, open transactions' included."""
+    every record written, open transactions' included. Asked again while a leader moves."""
     request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
     if not request:
         return {}
     isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-    with reaching_kafka():
+
+    def ask() -> dict[Partition, int]:
         answers = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
         return {(tp.topic, tp.partition): f.result().offset for tp, f in answers.items()}
+
+    return _asking_again(ask, timeout)
 
 
 def records(msgs: Iterable[Message]) -> list[Message]:

@@ -138,13 +138,17 @@ def test_a_stopping_node_never_serves_its_partitions_leaderless(tmp_path, separa
     seen: set[int] = set()
     stopping = threading.Thread(target=broker.stop)
     try:
-        assert set(_leaders(bootstrap, topic)) == {1}
+        deadline = time.monotonic() + 30
+        while set(_leaders(bootstrap, topic)) != {1}:  # the metadata follows the creation
+            assert time.monotonic() < deadline, "the new topic's partitions have no leader"
+            time.sleep(0.1)
         stopping.start()
         while stopping.is_alive():
             # the node stopped answering: nothing to see
             with contextlib.suppress(Exception):
                 seen.update(_leaders(bootstrap, topic))
     finally:
-        stopping.join()
+        if stopping.ident is not None:
+            stopping.join()
         broker.stop()
     assert -1 not in seen, "the stopping node served its partitions with no leader"
