@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from framework.core.dead_letters import reason_of
 from framework.errors import Retry
 from framework.kafka.limits import TopicLimits
+from framework.kafka.reading import Partition, end_offsets
 
 ID_HEADER = "logwheel.id"
 ERROR_HEADERS = (
@@ -148,9 +149,7 @@ class Collector:
     def _place(self) -> None:
         """Records delivered at an unknown offset lie below their partition's end now: count
         that end as written, so a mark never claims less than was written (invariant 4)."""
-        admin = AdminClient(
-            {k: v for k, v in self._config.items() if k not in _TRANSACTIONAL_SETTINGS}
-        )
+        admin = self._admin()
         wanted = {TopicPartition(t, p): OffsetSpec.latest() for t, p in self._unplaced}
         try:
             ends = admin.list_offsets(wanted, request_timeout=30)
@@ -176,6 +175,11 @@ class Collector:
         except KafkaException as error:
             self._errors.insert(0, error.args[0])
 
+    def _admin(self) -> AdminClient:
+        return AdminClient(
+            {k: v for k, v in self._config.items() if k not in _TRANSACTIONAL_SETTINGS}
+        )
+
     def refusal(self) -> KafkaError | None:
         """The first refusal of a record's content among those not yet raised."""
         return next((e for e in self._errors if e.code() in DATA_FAULTS), None)
@@ -189,3 +193,13 @@ class Collector:
         for key, offset in offsets:
             if offset > self.written.get(key, -1):
                 self.written[key] = offset
+
+    def claim_ends(
+        self, partitions: Iterable[Partition], admin: AdminClient | None = None, timeout: float = 30
+    ) -> None:
+        """Count everything already in `partitions` as written by this process, open
+        transactions' records included, so a mark of a writer taking over (a task's new owner,
+        an injector's new incarnation) cannot overtake what earlier writers wrote after their
+        last mark, or whose marks a reader never sees: it only gets a channel's latest."""
+        ends = end_offsets(admin or self._admin(), partitions, committed=False, timeout=timeout)
+        self.remember((tp, end - 1) for tp, end in ends.items() if end > 0)

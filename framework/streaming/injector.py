@@ -67,10 +67,20 @@ class Injector:
         )
         self._producer = self._collector.producer
         self._producer.init_transactions(60)
+        self._claim_streams()
         self._producer.begin_transaction()
         self.watermark = MIN_TIME
         self._sequence = 0
         self._id_prefix = f"{txn_id}-{time.time_ns():x}-"
+
+    def _claim_streams(self) -> None:
+        """Count what the streams hold already as written by this process (after
+        `init_transactions` ended an earlier incarnation's transaction). A reader that starts
+        gets only the channel's latest mark: were it this incarnation's, naming only the
+        partitions it wrote, the reader would apply its watermark at once to another
+        partition whose older records it has yet to read, and they would all be late."""
+        topics = self._producer.list_topics(timeout=60).topics
+        self._collector.claim_ends([(t, p) for t in self.streams for p in topics[t].partitions])
 
     def send(
         self,

@@ -19,7 +19,6 @@ from framework.core.timers import decode_timer
 from framework.core.watermarks import Published
 from framework.errors import Rejoin
 from framework.kafka.output import Runtime
-from framework.kafka.reading import end_offsets
 from framework.state.restore import Restorer
 from framework.state.store import TaskStore
 from framework.state.tables import Tables
@@ -192,8 +191,7 @@ class TaskManager:
         last mark — open transactions' records included: the last stable offset may lie
         below that owner's last writes, held there by another process's transaction."""
         partitions = [(t, p) for t in task.outputs for p in range(self.rt.partitions.get(t, 0))]
-        ends = end_offsets(self.admin, partitions, committed=False, timeout=TIMEOUT_S)
-        self.rt.collector.remember((tp, end - 1) for tp, end in ends.items() if end > 0)
+        self.rt.collector.claim_ends(partitions, self.admin, TIMEOUT_S)
 
     def catch_up_positions(self) -> None:
         """Read positions move past transaction markers too, which no message reports: take

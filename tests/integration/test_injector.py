@@ -10,8 +10,13 @@ import os
 import time
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
+from framework import InjectorWatermark, Pipeline
 from framework.core.api import MIN_TIME
+from framework.core.watermarks import Published
+from framework.kafka.partitioning import key_partition
+from framework.kafka.reading import end_offsets
 from framework.streaming.injector import FileInjector, Injector
 from tests.support import (
     import_job,
@@ -206,3 +211,38 @@ def test_file_injector_watermark_is_the_oldest_unfinished_file(kafka, tmp_path):
         assert v["low_watermark"] <= v["timestamp"], v
         assert v["low_watermark"] <= bound[v["file"]] or v["low_watermark"] == MIN_TIME, v
     assert max(downstream) <= values[3]
+
+
+# -- a new incarnation of an injector process ---------------------------------------------------
+
+
+def test_a_new_incarnation_claims_what_the_last_one_wrote(kafka):
+    """The chaos run's feeder makes a new injector after each broker fault. Its marks must
+    still name the end of every partition the earlier incarnation wrote: a reader that starts
+    gets only the channel's latest mark, and applied at once to a partition it has not read, it
+    would make that partition's older records late (the undercount of the earliest windows)."""
+    name = unique_name("inj-again")
+    source = f"{name}-src"
+    pipeline = Pipeline(name, partitions=2)
+    pipeline.source(source, watermark=InjectorWatermark("gen"))
+    keys = {key_partition(k, 2): k for k in ("a", "b", "c", "d")}  # one key per partition
+    first = Injector(pipeline, "gen", bootstrap=kafka)
+    for p in (0, 1):
+        first.send(source, {"n": p}, key=keys[p], timestamp=BASE + p)
+    first.advance(BASE + WINDOW)
+    # the first incarnation dies; the next writes only partition 1 and promises more
+    with Injector(pipeline, "gen", bootstrap=kafka) as second:
+        second.send(source, {"n": 2}, key=keys[1], timestamp=BASE + WINDOW)
+        second.advance(BASE + 2 * WINDOW)
+    assert len(read_topic(kafka, source, expect=3)) == 3
+    ends = end_offsets(AdminClient({"bootstrap.servers": kafka}), [(source, 0), (source, 1)],
+                       committed=True)  # fmt: skip
+    latest = read_marks(kafka, f"{name}.gen.watermarks", idle=0.5, timeout=10)[-1]
+    assert latest.watermark == BASE + 2 * WINDOW
+    for p in (0, 1):
+        reader = Published(source, p, [latest.producer])  # a reader that starts now
+        reader.offer(latest)
+        reader.advance(0)
+        assert reader.value() == (None, False), f"applied to partition {p} before reading it"
+        reader.advance(ends[(source, p)])  # past the records and their commit markers
+        assert reader.value() == (BASE + 2 * WINDOW, False)
