@@ -11,6 +11,7 @@ instead of failing every commit forever (invariant 7). Refusals that are not the
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 
@@ -46,6 +47,20 @@ DATA_FAULTS = frozenset(
     )
 )
 """Broker refusals caused by a record's content: retrying cannot help."""
+STUCK_MARGIN_S = 30.0
+"""How long past its delivery timeout a flush still waiting counts as stuck."""
+_DEFAULT_MESSAGE_TIMEOUT_MS = 300_000  # librdkafka's
+
+
+def _delivery_timeout_s(config: dict) -> float:
+    """By when every send has landed or failed: `message.timeout.ms`, which librdkafka lowers
+    to `transaction.timeout.ms` for a transactional producer (0 is forever: then a day)."""
+    ms = int(config.get("message.timeout.ms", _DEFAULT_MESSAGE_TIMEOUT_MS))
+    if "transactional.id" in config:
+        ms = min(ms or 2**62, int(config.get("transaction.timeout.ms", 60_000)))
+    return (ms or 86_400_000) / 1000
+
+
 _TRANSACTIONAL_SETTINGS = ("transactional.id", "transaction.timeout.ms", "enable.idempotence")
 """Left out of the admin client's settings: it must not take the producer's transactional id."""
 
@@ -62,6 +77,7 @@ class Collector:
         self._unplaced: set[tuple[str, int]] = set()  # written, at an offset nobody reported
         self._config = config
         self.producer = Producer({**config, "on_delivery": self._delivered})
+        self._stuck_after = _delivery_timeout_s(config) + STUCK_MARGIN_S
 
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
@@ -138,8 +154,14 @@ class Collector:
         self._serve(self.producer.poll, timeout)
 
     def flush(self) -> None:
-        """Wait for every send; raise the first refusal."""
-        self._serve(self.producer.flush)
+        """Wait for every send; raise the first refusal. `Retry` if sends are still waiting
+        long after each should have landed or timed out (`message.timeout.ms`): a fenced or
+        abandoned transactional producer's flush was seen to wait for good, and the loop
+        that called it stopped polling, its membership neither ending nor going on."""
+        deadline = time.monotonic() + self._stuck_after
+        while (left := self._serve(self.producer.flush, 1.0)) and not self._errors:
+            if time.monotonic() > deadline:
+                raise Retry(f"{left} records not delivered in {self._stuck_after:.0f} s")
         if self._errors:
             err, self._errors = self._errors[0], []
             raise KafkaException(err)
@@ -160,20 +182,23 @@ class Collector:
         except KafkaException as error:
             raise Retry(f"finding where records were written: {error}") from None
 
-    def _serve(self, call: Callable[..., object], *args: float) -> None:
+    def _serve(self, call: Callable[..., int | None], *args: float) -> int | None:
         """A producer call that runs delivery callbacks. confluent-kafka raises a fatal delivery
         error (a fenced transactional producer) out of it, and a SystemError caused by it when
         another callback runs with it pending; either is kept like any refusal, so the commit
         that flushes ends the membership instead of the process (found by the full-size seeded
         chaos run). It goes first: the producer cannot go on, whatever else was refused."""
         try:
-            call(*args)
+            return call(*args)
         except SystemError as error:
             if not isinstance(error.__cause__, KafkaException):
                 raise
             self._errors.insert(0, error.__cause__.args[0])
         except KafkaException as error:
             self._errors.insert(0, error.args[0])
+        except KafkaError as error:  # raised bare, too
+            self._errors.insert(0, error)
+        return None
 
     def _admin(self) -> AdminClient:
         return AdminClient(

@@ -45,18 +45,31 @@ def passing(error: KafkaError) -> bool:
     return not error.fatal() and error.code() in _PASSING
 
 
+def dead(error: KafkaError) -> bool:
+    """Whether the client that reported `error` can do nothing more (a fenced producer, a
+    static member fenced by another with its instance id): only new clients can go on.
+    librdkafka reports a fatal error as an event of code _FATAL whose own fatal() is False."""
+    return error.fatal() or error.code() == KafkaError._FATAL
+
+
 @contextmanager
 def reaching_kafka() -> Iterator[None]:
     """Client calls inside raise `Unreachable` for a passing failure (and for a client's
-    `TimeoutError`); any other error passes through unchanged."""
+    `TimeoutError`), `Rejoin` for a client's fatal error (raised bare, not as a
+    `KafkaException`, by some calls); any other error passes through unchanged."""
     try:
         yield
     except TimeoutError as error:
         raise Unreachable(f"{type(error).__name__}: {error}") from None
     except KafkaException as error:
-        if error.args and isinstance(error.args[0], KafkaError) and passing(error.args[0]):
-            raise Unreachable(f"KafkaException: {error}") from None
+        if error.args and isinstance(error.args[0], KafkaError):
+            if passing(error.args[0]):
+                raise Unreachable(f"KafkaException: {error}") from None
+            if dead(error.args[0]):
+                raise Rejoin(f"fatal client error: {error}") from None
         raise
+    except KafkaError as error:  # confluent-kafka raises some fatal errors bare
+        raise Rejoin(f"fatal client error: {error}") from None
 
 
 def check(error: KafkaError) -> None:
@@ -69,9 +82,7 @@ def check(error: KafkaError) -> None:
 def group_event(error: KafkaError) -> None:
     """An error a group member's consumer hands over among its messages: `Rejoin` when the
     consumer is dead, a warning otherwise (the end of a partition is no error at all)."""
-    # librdkafka reports a fatal error (e.g. this static member fenced by another with its
-    # instance id) as an event of code _FATAL whose own fatal() is False: the client is dead
-    if error.fatal() or error.code() == KafkaError._FATAL:
+    if dead(error):
         raise Rejoin(f"fatal consumer error: {error}")
     if error.code() != KafkaError._PARTITION_EOF:
         log.warning("consumer: %s", error)

@@ -136,5 +136,5 @@ class Committer:
         if self.eos:
             try:
                 self.producer.abort_transaction(10)
-            except KafkaException as error:
+            except (KafkaException, KafkaError) as error:  # a fenced producer's, raised bare
                 log.info("%s: abort on close: %s", self.spec.group, error)

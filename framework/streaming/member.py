@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.dead_letters import ErrorPolicy
@@ -145,7 +145,7 @@ class Member:
             self.committer.abandon()
         try:
             self.consumer.close()
-        except (KafkaException, RuntimeError, Rejoin, Retry) as error:
+        except (KafkaException, KafkaError, RuntimeError, Rejoin, Retry) as error:
             log.warning("%s: closing the consumer: %s", self.spec.group, error)
         finally:  # the stores, whatever happened: the next membership opens them again
             self.tasks.close()

@@ -41,7 +41,6 @@ def test_a_clients_timeout_is_unreachable():
     "error",
     [
         KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)),
-        KafkaException(KafkaError(KafkaError._TRANSPORT, fatal=True)),
         ValueError("bad config"),
     ],
 )
@@ -61,3 +60,17 @@ def test_a_fatal_consumer_event_ends_the_membership():
     with pytest.raises(Rejoin):
         group_event(KafkaError(KafkaError._FATAL, "fenced by another instance"))
     group_event(KafkaError(KafkaError._PARTITION_EOF))  # not an error: goes on
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        KafkaError(KafkaError._TRANSPORT, fatal=True),
+        KafkaError(KafkaError._FATAL, "Static consumer fenced by other consumer"),
+        KafkaError(KafkaError._FENCED, fatal=True),
+    ],
+)
+def test_a_fatal_client_error_ends_the_membership(error):
+    """A client with a fatal error can do nothing more: the runner must rejoin with new clients
+    (or the loop dies with it, its consumer never polled again: MAXPOLL, and no rejoin)."""
+    assert isinstance(_raised(KafkaException(error)), Rejoin)

@@ -68,6 +68,9 @@ class FakeCollector:
     def remember(self, offsets):
         pass
 
+    def claim_ends(self, partitions, admin=None, timeout=30):
+        pass
+
 
 class FakeConsumer:
     """A group member's consumer: committed offsets as given, assignment and pauses kept."""
