@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import functools
 import json
@@ -386,3 +387,12 @@ def wait_until_resettable(
         return True
 
     wait_for(resettable, 60, what="the stopped members' sessions to end")
+
+
+def raise_bare(error: KafkaError) -> None:
+    """Raise `error` itself, as confluent-kafka's C code does from some calls (a consumer's
+    `close`, a fenced producer's `flush`): a KafkaError is no BaseException, so Python code
+    cannot raise it, and `except Exception`/`except KafkaException` let it through."""
+    set_object = ctypes.pythonapi.PyErr_SetObject
+    set_object.argtypes = [ctypes.py_object, ctypes.py_object]
+    set_object(KafkaError, error)  # ctypes' pythonapi raises what the call left set

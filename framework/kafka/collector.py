@@ -68,7 +68,9 @@ _TRANSACTIONAL_SETTINGS = ("transactional.id", "transaction.timeout.ms", "enable
 class Collector:
     """A producer plus the last offset it wrote to each topic-partition."""
 
-    def __init__(self, config: dict, limits: TopicLimits | None = None) -> None:
+    def __init__(
+        self, config: dict, limits: TopicLimits | None = None, stuck_after_s: float | None = None
+    ) -> None:
         self.written: dict[tuple[str, int], int] = {}
         self.delivered: Counter[str] = Counter()  # records acknowledged per topic, for metrics
         self.limits = limits or TopicLimits()
@@ -77,7 +79,7 @@ class Collector:
         self._unplaced: set[tuple[str, int]] = set()  # written, at an offset nobody reported
         self._config = config
         self.producer = Producer({**config, "on_delivery": self._delivered})
-        self._stuck_after = _delivery_timeout_s(config) + STUCK_MARGIN_S
+        self._stuck_after = stuck_after_s or _delivery_timeout_s(config) + STUCK_MARGIN_S
 
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:

@@ -4,9 +4,12 @@ out of them, or a SystemError caused by it."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from framework.errors import Retry
 from framework.kafka.collector import Collector
 
 
@@ -80,3 +83,18 @@ def test_a_record_delivered_without_its_offset_counts_its_partitions_end_as_writ
     collector.flush()
     assert collector.written == {(topic, 0): 3}
     collector.producer.commit_transaction()
+
+
+@pytest.mark.timeout(60)
+def test_a_flush_that_cannot_finish_gives_up():
+    """A flush waits for every send; one whose sends can never land (here, a broker that is not
+    there and a delivery timeout of forever) must give up, or the runner loop that called it
+    stops polling for good (seen in the seeded chaos run after a static member's fence)."""
+    collector = Collector(
+        {"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 0}, stuck_after_s=2
+    )
+    collector.send("nowhere", None, b"never delivered")
+    started = time.monotonic()
+    with pytest.raises(Retry, match="1 records not delivered"):
+        collector.flush()
+    assert time.monotonic() - started < 30

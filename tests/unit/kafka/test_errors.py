@@ -8,6 +8,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from framework.errors import LogwheelError, Rejoin, Retry
 from framework.kafka.errors import Unreachable, check, group_event, passing, reaching_kafka
+from tests.support import raise_bare
 
 
 def _raised(error: BaseException) -> BaseException:
@@ -74,3 +75,10 @@ def test_a_fatal_client_error_ends_the_membership(error):
     """A client with a fatal error can do nothing more: the runner must rejoin with new clients
     (or the loop dies with it, its consumer never polled again: MAXPOLL, and no rejoin)."""
     assert isinstance(_raised(KafkaException(error)), Rejoin)
+
+
+def test_a_bare_kafka_error_ends_the_membership():
+    """confluent-kafka raises some errors as a bare KafkaError, which no `except Exception`
+    catches: it used to pass the runner's handlers and end its loop for good."""
+    with pytest.raises(Rejoin), reaching_kafka():
+        raise_bare(KafkaError(KafkaError._FENCED, "fenced by a newer instance", fatal=True))

@@ -13,6 +13,7 @@ import framework.streaming.member as member_module
 import framework.streaming.runner as runner_module
 from framework import Computation, Pipeline
 from framework.streaming.runner import Runner
+from tests.support import raise_bare
 
 
 class Noop(Computation):
@@ -169,3 +170,19 @@ def test_records_go_to_their_task_a_run_of_one_partition_at_a_time():
     ]
     runner_module._handle_runs(msgs, routes)
     assert task.runs == [("a0", [5, 6, 7]), ("a1", [3]), ("b0", [9]), ("a0", [8]), ("a0", [9])]
+
+
+def test_a_close_survives_the_consumer_raising_a_bare_kafka_error():
+    """confluent-kafka's `close` raised a bare KafkaError ("Can't subtract from empty
+    assignment"), no Exception: the stores and the other clients must still be closed, and
+    the runner go on to rejoin."""
+    calls: list[str] = []
+    member = _member(calls)
+
+    def close() -> None:
+        calls.append("consumer.close")
+        raise_bare(KafkaError(KafkaError._INVALID_ARG, "Can't subtract from empty assignment"))
+
+    member.consumer.close = close
+    member.close(clean=False)
+    assert calls[-3:] == ["tasks.close", "channels.close", "restorer.close"], calls
