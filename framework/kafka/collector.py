@@ -228,5 +228,7 @@ class Collector:
         transactions' records included, so a mark of a writer taking over (a task's new owner,
         an injector's new incarnation) cannot overtake what earlier writers wrote after their
         last mark, or whose marks a reader never sees: it only gets a channel's latest."""
-        ends = end_offsets(admin or self._admin(), partitions, committed=False, timeout=timeout)
+        ends = end_offsets(
+            self._admin() if admin is None else admin, partitions, committed=False, timeout=timeout
+        )
         self.remember((tp, end - 1) for tp, end in ends.items() if end > 0)

@@ -91,7 +91,8 @@ def test_a_flush_that_cannot_finish_gives_up():
     there and a delivery timeout of forever) must give up, or the runner loop that called it
     stops polling for good (seen in the seeded chaos run after a static member's fence)."""
     collector = Collector(
-        {"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 0}, stuck_after_s=2
+        {"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 0, "log_level": 0},
+        stuck_after_s=2,
     )
     collector.send("nowhere", None, b"never delivered")
     started = time.monotonic()

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from framework.kafka.collector import Collector
 from framework.kafka.limits import TopicLimits
 
 
@@ -68,8 +69,7 @@ class FakeCollector:
     def remember(self, offsets):
         pass
 
-    def claim_ends(self, partitions, admin=None, timeout=30):
-        pass
+    claim_ends = Collector.claim_ends  # the real one: through `remember`, with the admin given
 
 
 class FakeConsumer:
