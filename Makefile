@@ -45,7 +45,7 @@ $(SPARK_JARS)/.stamp: framework/jvm/spark-kafka/pom.xml $(VENV)/.stamp
 	$(PY) -m framework.cli jars spark --into $(SPARK_JARS)
 	touch $@
 # The Schema Registry (Apicurio) is one jar Maven builds: up to 2 minutes when ~/.m2 is empty.
-$(REGISTRY_JARS)/.stamp: framework/jvm/registry/pom.xml $(VENV)/.stamp
+$(REGISTRY_JARS)/.stamp: framework/jvm/registry/pom.xml $(wildcard framework/jvm/registry/src/main/java/dev/logwheel/registry/*.java) $(VENV)/.stamp
 	rm -rf $(REGISTRY_JARS)
 	$(PY) -m framework.cli jars registry --into $(REGISTRY_JARS)
 	touch $@

@@ -25,6 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from rich.console import Console
@@ -129,7 +130,7 @@ def _maven(mvn: str, part: Part, out: Path, properties: dict[str, str], into: Pa
     source = resources.files("framework.jvm")
     work = out.parent
     pom, settings, log = work / "pom.xml", work / "settings.xml", work / "mvn.log"
-    pom.write_text((source / part.name / "pom.xml").read_text())
+    _copy(source / part.name, work)  # the pom, and the sources a built part compiles
     # every repository a pom names goes to Maven Central, the one registry logwheel uses
     settings.write_text((source / "settings.xml").read_text())
     command = [mvn, "-q", "-B", "-s", str(settings), "-f", str(pom)]
@@ -170,6 +171,15 @@ def _maven(mvn: str, part: Part, out: Path, properties: dict[str, str], into: Pa
     else:
         what = f"{len(jars)} jars fetched"
     console.print(f"{part.name}: {what} into {into}", soft_wrap=True)
+
+
+def _copy(source: Traversable, into: Path) -> None:
+    for entry in source.iterdir():
+        if entry.is_dir():
+            (into / entry.name).mkdir()
+            _copy(entry, into / entry.name)
+        else:
+            (into / entry.name).write_bytes(entry.read_bytes())
 
 
 def _take_built(part: Part, target: Path, out: Path) -> bool:

@@ -5,6 +5,8 @@ tested without a JVM. The registry is Apicurio Registry's Quarkus application; e
 that differs from its own application.properties is given here as `-D` options:
 
 - `quarkus.http.host`/`quarkus.http.port`: 127.0.0.1 only, on the port chosen at start;
+- the Confluent-compatible API is Apicurio's `/apis/ccompat/v7`, served at the root as well
+  (ConfluentApiAtRoot in the pom's module), so clients get the URL a Confluent registry has;
 - `quarkus.datasource.jdbc.url`: Apicurio's storage is SQL on H2, in memory by default (a
   restart would forget every schema, and records written with its ids could no longer be
   decoded). An H2 file under the home keeps them; Apicurio creates its tables in an empty
@@ -22,8 +24,6 @@ from framework.errors import ConfigurationError
 
 DEFAULT_PORT = 8081
 """Confluent Schema Registry's own port, which clients and tools assume."""
-API_PATH = "/apis/ccompat/v7"
-"""Where Apicurio serves the Confluent-compatible API: the URL clients are given ends here."""
 HOME_PROPERTY = "logwheel.registry.home"
 """A system property naming the home on the JVM's command line: how a process is known to be
 this home's registry (by its pid file, or found again when that file is lost)."""
@@ -41,7 +41,7 @@ class RegistryError(ConfigurationError):
 
 def api_url(port: int) -> str:
     """The Confluent-compatible API's base URL, as `SchemaRegistryClient` takes it."""
-    return f"http://127.0.0.1:{port}{API_PATH}"
+    return f"http://127.0.0.1:{port}"
 
 
 def jdbc_url(data_dir: Path) -> str:

@@ -70,7 +70,7 @@ def test_start_is_idempotent_and_ids_survive_stop_and_start(env):
     first = _cli(env, "start")
     assert first.returncode == 0, first.stdout + first.stderr
     url = first.stdout.strip().splitlines()[-1]
-    assert url == f"http://127.0.0.1:{port}/apis/ccompat/v7"
+    assert url == f"http://127.0.0.1:{port}"
     assert re.search(r"registry ready in \d+\.\ds \(pid \d+\)", first.stdout), first.stdout
     pid = int(re.search(r"pid (\d+)", first.stdout).group(1))
 

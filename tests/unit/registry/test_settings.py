@@ -47,7 +47,7 @@ def test_a_port_that_is_no_port_number_is_refused(asked):
 
 
 def test_the_url_is_the_confluent_compatible_api_on_loopback():
-    assert api_url(18081) == "http://127.0.0.1:18081/apis/ccompat/v7"
+    assert api_url(18081) == "http://127.0.0.1:18081"
 
 
 def test_schemas_go_to_an_h2_file_under_the_home_written_at_each_commit(tmp_path):
