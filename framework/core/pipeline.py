@@ -17,6 +17,9 @@ GUARANTEES = ("exactly_once", "at_least_once")
 ERROR_POLICIES = ("dead_letter", "skip", "stop")
 LATE_POLICIES = ("drop", "dead_letter")
 EMITS = ("final", "update")
+FORMATS = ("avro", "confluent")
+"""How a stream with a schema is written: Avro single-object encoding ("avro"), or the
+Confluent wire format against a Schema Registry ("confluent")."""
 DEFAULT_PARTITIONS = 4
 
 
@@ -88,6 +91,7 @@ class Source:
     stream: str
     schema: str | None
     watermark: WatermarkPolicy | None
+    format: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,7 @@ class ComputationSpec:
     on_error: str = "dead_letter"
     tables: Mapping[str, str] = field(default_factory=dict)  # name -> compacted topic
     on_late: str = "drop"
+    formats: Mapping[str, str] = field(default_factory=dict)  # output stream -> format
     hold_ms: int = 0
     """How far below min(input watermark, earliest pending event-time timer) the output
     watermark stays: a window's result, produced by its timer at `end + grace`, carries the
@@ -184,6 +189,9 @@ class Pipeline:
 
     name: str
     partitions: int = DEFAULT_PARTITIONS
+    registry: str | None = None
+    """A Schema Registry's URL: every stream with a schema is then in the Confluent wire
+    format unless declared format="avro" (the runtime falls back to LOGWHEEL_SCHEMA_REGISTRY)."""
     sources: dict[str, Source] = field(default_factory=dict)
     computations: dict[str, ComputationSpec] = field(default_factory=dict)
 
@@ -200,14 +208,17 @@ class Pipeline:
         stream: str,
         schema: str | None = None,
         watermark: WatermarkPolicy | None = None,
+        format: str | None = None,  # noqa: A002 - the contract's keyword
     ) -> Pipeline:
-        """Declare a stream written from outside the pipeline."""
+        """Declare a stream written from outside the pipeline. `format="confluent"` reads it
+        in the Confluent wire format (resolved to `schema`, or as written without one)."""
         _check_stream(stream)
         if stream in self.sources:
             raise PipelineError(f"source {stream!r} is declared twice")
         if schema is not None:
             _check_schema(schema)
-        self.sources[stream] = Source(stream, schema, watermark)
+        _check_format(f"source {stream!r}", format)
+        self.sources[stream] = Source(stream, schema, watermark, format)
         return self
 
     def computation(
@@ -222,6 +233,7 @@ class Pipeline:
         state_schema: str | None = None,
         on_error: str = "dead_letter",
         tables: Mapping[str, str] | None = None,
+        formats: Mapping[str, str] | None = None,
     ) -> Pipeline:
         """Declare a computation reading `inputs` (stream -> key extractor or None).
 
@@ -229,7 +241,8 @@ class Pipeline:
         `state_schema`, else the class's `state_schema` attribute. `on_error` says what a bad
         record becomes: "dead_letter" (its dead-letter topic), "skip" (counted) or "stop".
         `tables` names compacted topics (name -> topic, e.g. another computation's changelog)
-        the hooks read with `ctx.table(name)`, co-partitioned with the key space."""
+        the hooks read with `ctx.table(name)`, co-partitioned with the key space. `formats`
+        says how outputs with a schema are written (stream -> "confluent" or "avro")."""
         if not NAME.match(name):
             raise PipelineError(f"computation name {name!r} must match [a-z][a-z0-9-]*")
         if name in self.computations:
@@ -256,6 +269,19 @@ class Pipeline:
         for schema in [*outputs.values(), state_schema]:
             if schema is not None:
                 _check_schema(schema)
+        formats = dict(formats or {})
+        for stream, fmt in formats.items():
+            if stream not in outputs:
+                raise PipelineError(
+                    f"computation {name!r}: formats names {stream!r}, which is not one of its "
+                    f"outputs {sorted(outputs)}"
+                )
+            _check_format(f"computation {name!r}: output {stream!r}", fmt)
+            if outputs[stream] is None:
+                raise PipelineError(
+                    f"computation {name!r}: output {stream!r} is format={fmt!r} but has no "
+                    "schema: give it one (outputs={stream: 'full.Name'})"
+                )
         for stream, extractor in inputs.items():
             if extractor is not None and not callable(extractor):
                 raise PipelineError(
@@ -273,6 +299,7 @@ class Pipeline:
             state_schema=state_schema or getattr(computation, "state_schema", None),
             on_error=on_error,
             tables=tables,
+            formats=formats,
         )
         return self
 
@@ -285,6 +312,7 @@ class Pipeline:
         aggregate: Aggregate,
         output: str,
         output_schema: str | None = None,
+        output_format: str | None = None,
         emit: str = "final",
         guarantee: str = "exactly_once",
         on_late: str = "drop",
@@ -325,6 +353,7 @@ class Pipeline:
             guarantee=guarantee,
             partitions=partitions,
             on_error=on_error,
+            formats={output: output_format} if output_format else None,
         )
         self.computations[name] = replace(
             self.computations[name], on_late=on_late, hold_ms=window.grace_ms
@@ -345,6 +374,26 @@ class Pipeline:
             if writer.outputs[stream] is not None:
                 return writer.outputs[stream]
         return None
+
+    def declared_format(self, stream: str) -> str | None:
+        """The format a stream is declared with, if any (its source's, else a writer's)."""
+        if stream in self.sources:
+            return self.sources[stream].format
+        for writer in self.writers(stream):
+            if stream in writer.formats:
+                return writer.formats[stream]
+        return None
+
+    def format_of(self, stream: str, registry: str | None) -> str:
+        """How a stream's values are encoded: "json", "avro" or "confluent". `registry` is
+        the registry the pipeline runs against (its own, else the environment's): with one,
+        a stream with a schema and no declared format is in the wire format."""
+        declared = self.declared_format(stream)
+        if declared is not None:
+            return declared
+        if self.schema_of(stream) is None:
+            return "json"
+        return "confluent" if registry else "avro"
 
     def streams(self) -> list[str]:
         names: dict[str, None] = dict.fromkeys(self.sources)
@@ -371,6 +420,14 @@ class Pipeline:
                     f"stream {stream!r} is declared with different schemas "
                     f"{sorted(map(str, schemas))}: give every writer the same one"
                 )
+            formats = {w.formats.get(stream) for w in self.writers(stream)}
+            if stream in self.sources:
+                formats.add(self.sources[stream].format)
+            if len(formats) > 1:
+                raise PipelineError(
+                    f"stream {stream!r} is declared with different formats "
+                    f"{sorted(map(str, formats))}: give every writer the same one"
+                )
 
     def __getitem__(self, name: str) -> ComputationSpec:
         try:
@@ -385,6 +442,11 @@ class Pipeline:
 def _check_stream(stream: str) -> None:
     if not STREAM.match(stream):
         raise PipelineError(f"stream name {stream!r} is not a valid Kafka topic name")
+
+
+def _check_format(where: str, fmt: str | None) -> None:
+    if fmt is not None and fmt not in FORMATS:
+        raise PipelineError(f"{where}: format={fmt!r}; use one of {FORMATS} (or leave it out)")
 
 
 def _check_schema(schema: str) -> None:
