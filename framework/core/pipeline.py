@@ -2,120 +2,54 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from framework.core.api import MIN_TIME, Computation, Record
+from framework.core.api import MIN_TIME, Computation
+from framework.core.streams import (
+    DEFAULT_PARTITIONS,
+    EMITS,
+    ERROR_POLICIES,
+    FORMATS,
+    GUARANTEES,
+    LATE_POLICIES,
+    NAME,
+    STREAM,
+    BoundedOutOfOrderness,
+    InjectorWatermark,
+    Input,
+    KeyExtractor,
+    PipelineError,
+    Source,
+    WatermarkPolicy,
+    check_format,
+    check_schema,
+    check_stream,
+    key_by,
+)
 from framework.core.windows import Aggregate, Hopping, Session, Window
 from framework.core.windows.operator import Windowed
-from framework.errors import ConfigurationError
 
-NAME = re.compile(r"^[a-z][a-z0-9-]*$")
-STREAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-GUARANTEES = ("exactly_once", "at_least_once")
-ERROR_POLICIES = ("dead_letter", "skip", "stop")
-LATE_POLICIES = ("drop", "dead_letter")
-EMITS = ("final", "update")
-FORMATS = ("avro", "confluent")
-"""How a stream with a schema is written: Avro single-object encoding ("avro"), or the
-Confluent wire format against a Schema Registry ("confluent")."""
-DEFAULT_PARTITIONS = 4
-
-
-class PipelineError(ConfigurationError):
-    """A pipeline declaration that cannot run; the message says what to change."""
-
-
-KeyExtractor = Callable[[Record], str]
-
-
-class key_by:  # noqa: N801 - reads as a function at the call site, as in the contract
-    """Key extractor that takes `field` of the decoded value, as a string."""
-
-    def __init__(self, field: str) -> None:
-        self.field = field
-
-    def __call__(self, record: Record) -> str:
-        value = record.value
-        if not isinstance(value, Mapping) or self.field not in value:
-            raise KeyError(f"record has no field {self.field!r} to key by")
-        return str(value[self.field])
-
-    def __repr__(self) -> str:
-        return f"key_by({self.field!r})"
-
-
-@dataclass(frozen=True)
-class BoundedOutOfOrderness:
-    """Watermark of a stream written from outside: the highest timestamp seen on a partition,
-    less `ms`. A partition silent for `idle_ms` of wall time stops holding the watermark back.
-
-    `live=True` is for producers that stamp records with the current time: a partition silent
-    for `idle_ms` then has the watermark wall time less `ms`, so the last windows close without
-    new records. Without it a silent partition holds its watermark, so a replay of old data
-    that pauses never turns its records late."""
-
-    ms: int
-    idle_ms: int = 5_000
-    live: bool = False
-
-    def __post_init__(self) -> None:
-        if self.ms < 0 or self.idle_ms <= 0:
-            raise PipelineError(
-                "BoundedOutOfOrderness needs ms >= 0 and idle_ms > 0, e.g. "
-                "BoundedOutOfOrderness(ms=2000, idle_ms=5000)"
-            )
-
-
-@dataclass(frozen=True)
-class InjectorWatermark:
-    """Watermark of a stream written by a logwheel `Injector` named `injector`, run as
-    `processes` processes; it is the minimum of what every one of them published."""
-
-    injector: str
-    processes: int = 1
-
-    def __post_init__(self) -> None:
-        if not NAME.match(self.injector) or self.processes < 1:
-            raise PipelineError(
-                "InjectorWatermark needs a name like 'query-generator' and processes >= 1"
-            )
-
-
-WatermarkPolicy = BoundedOutOfOrderness | InjectorWatermark
-
-
-@dataclass(frozen=True)
-class Source:
-    stream: str
-    schema: str | None
-    watermark: WatermarkPolicy | None
-    format: str | None = None
-
-
-@dataclass(frozen=True)
-class Input:
-    """One input stream of a computation; `key` None keeps the Kafka key."""
-
-    stream: str
-    key: KeyExtractor | None
-
-    def route(self, record: Record) -> str:
-        """The key `record` is processed under: the extractor's result, else its Kafka key.
-
-        The one rule for every runtime (Kafka, Harness, Spark): an extractor must return a
-        str; anything else (None, an int) raises TypeError, so the record is dead-lettered
-        at stage "key" instead of being processed under an accidental key such as "None"."""
-        if self.key is None:
-            return record.key
-        routed = self.key(record)
-        if type(routed) is not str:
-            raise TypeError(
-                f"key extractor {self.key!r} of input {self.stream!r} returned "
-                f"{type(routed).__name__}, not str: return a str key, or use key_by(field)"
-            )
-        return routed
+__all__ = [
+    "DEFAULT_PARTITIONS",
+    "EMITS",
+    "ERROR_POLICIES",
+    "FORMATS",
+    "GUARANTEES",
+    "LATE_POLICIES",
+    "NAME",
+    "STREAM",
+    "BoundedOutOfOrderness",
+    "ComputationSpec",
+    "InjectorWatermark",
+    "Input",
+    "KeyExtractor",
+    "Pipeline",
+    "PipelineError",
+    "Source",
+    "WatermarkPolicy",
+    "key_by",
+]
 
 
 @dataclass(frozen=True)
@@ -212,12 +146,12 @@ class Pipeline:
     ) -> Pipeline:
         """Declare a stream written from outside the pipeline. `format="confluent"` reads it
         in the Confluent wire format (resolved to `schema`, or as written without one)."""
-        _check_stream(stream)
+        check_stream(stream)
         if stream in self.sources:
             raise PipelineError(f"source {stream!r} is declared twice")
         if schema is not None:
-            _check_schema(schema)
-        _check_format(f"source {stream!r}", format)
+            check_schema(schema)
+        check_format(f"source {stream!r}", format)
         self.sources[stream] = Source(stream, schema, watermark, format)
         return self
 
@@ -260,7 +194,7 @@ class Pipeline:
         outputs = dict(outputs or {})
         tables = dict(tables or {})
         for stream in [*inputs, *outputs, *tables.values()]:
-            _check_stream(stream)
+            check_stream(stream)
         for table in tables:
             if not NAME.match(table):
                 raise PipelineError(
@@ -268,7 +202,7 @@ class Pipeline:
                 )
         for schema in [*outputs.values(), state_schema]:
             if schema is not None:
-                _check_schema(schema)
+                check_schema(schema)
         formats = dict(formats or {})
         for stream, fmt in formats.items():
             if stream not in outputs:
@@ -276,7 +210,7 @@ class Pipeline:
                     f"computation {name!r}: formats names {stream!r}, which is not one of its "
                     f"outputs {sorted(outputs)}"
                 )
-            _check_format(f"computation {name!r}: output {stream!r}", fmt)
+            check_format(f"computation {name!r}: output {stream!r}", fmt)
             if outputs[stream] is None:
                 raise PipelineError(
                     f"computation {name!r}: output {stream!r} is format={fmt!r} but has no "
@@ -437,21 +371,3 @@ class Pipeline:
                 f"pipeline {self.name!r} has no computation {name!r}; "
                 f"it has {sorted(self.computations)}"
             ) from None
-
-
-def _check_stream(stream: str) -> None:
-    if not STREAM.match(stream):
-        raise PipelineError(f"stream name {stream!r} is not a valid Kafka topic name")
-
-
-def _check_format(where: str, fmt: str | None) -> None:
-    if fmt is not None and fmt not in FORMATS:
-        raise PipelineError(f"{where}: format={fmt!r}; use one of {FORMATS} (or leave it out)")
-
-
-def _check_schema(schema: str) -> None:
-    if not isinstance(schema, str) or "." not in schema:
-        raise PipelineError(
-            f"schema {schema!r} must be a full Avro name like 'zeitgeist.SearchQuery' "
-            "with a file schemas/<name>.avsc"
-        )
