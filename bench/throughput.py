@@ -63,7 +63,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers  # noqa: E402
 from framework import Pipeline  # noqa: E402
-from framework.broker.host import any_free_port  # noqa: E402
+from framework.jvm.process import any_free_port  # noqa: E402
 from jobs.wordcount import CountWords  # noqa: E402
 from tests.support import Job  # noqa: E402
 

@@ -151,7 +151,7 @@ def _container() -> Iterator[str]:
 def _embedded(home: Path) -> Iterator[str]:
     """The shared embedded test broker, with a lease per session (a file named by its pid)."""
     from framework.broker.embedded import Broker
-    from framework.broker.host import alive
+    from framework.jvm.process import alive
 
     broker = Broker(home)
     leases, marker = broker.home / "leases", broker.home / "started-by-tests"

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import logging
 import os
 import shutil
 import signal
@@ -35,17 +34,9 @@ from pathlib import Path
 
 from framework.broker.host import (
     BrokerError,
-    accepts,
-    alive,
-    any_free_port,
     cluster_id,
-    cmdline,
     find_java,
     metadata_answers,
-    port_free,
-    read_json,
-    read_number,
-    wait_exit,
     write_properties,
 )
 from framework.broker.readiness import coordinators_serve
@@ -65,6 +56,17 @@ from framework.broker.security import (
     last_line,
 )
 from framework.jvm.jars import kafka_jars
+from framework.jvm.process import (
+    accepts,
+    alive,
+    any_free_port,
+    cmdline,
+    port_free,
+    read_json,
+    read_number,
+    terminate,
+    wait_exit,
+)
 
 DEFAULT_PORT = 9092
 DEFAULT_SECURE_PORT = 9094
@@ -122,8 +124,6 @@ SINGLE_NODE_SETTINGS = {
     "controlled.shutdown.enable": "false",
 }
 """Broker settings for a single node; docker-compose.yml and the test container use the same."""
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -327,12 +327,7 @@ class Broker:
     def _stop(self, role: Role, timeout: float) -> int | None:
         pid = self._running_pid(role, say=lambda _: None)
         if pid is not None:
-            os.kill(pid, signal.SIGTERM)
-            if not wait_exit(pid, timeout):
-                what = role.name
-                log.warning("%s pid %d ignored SIGTERM for %.0fs; killing it", what, pid, timeout)
-                os.kill(pid, signal.SIGKILL)
-                wait_exit(pid, 10)
+            terminate(pid, timeout, role.name)
             if role is self.node:
                 self._went_down()
         role.pid_file.unlink(missing_ok=True)

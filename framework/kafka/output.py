@@ -15,7 +15,8 @@ from framework.core.dead_letters import ErrorPolicy
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.errors import BadRecord
 from framework.kafka.collector import ID_HEADER, Collector, Outgoing
-from framework.serde.codecs import encode_json, encoder_for
+from framework.kafka.serdes import stream_encoder
+from framework.serde.codecs import encode_json
 
 
 @dataclass
@@ -47,7 +48,7 @@ class TaskOutput:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.collector = runtime.collector
-        self.encoders = {s: encoder_for(schema) for s, schema in runtime.spec.outputs.items()}
+        self.encoders = {s: stream_encoder(runtime.pipeline, s) for s in runtime.spec.outputs}
         self.source: Message | None = None  # the input record being processed, if any
 
     def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Outgoing:

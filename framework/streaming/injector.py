@@ -25,8 +25,8 @@ from framework.core.watermarks import Mark, encode_mark, injector_producer
 from framework.errors import Fatal
 from framework.kafka.collector import ID_HEADER, Collector
 from framework.kafka.config import producer_config
+from framework.kafka.serdes import stream_encoder
 from framework.kafka.topics import create_topics
-from framework.serde.codecs import encoder_for
 
 
 class Injector:
@@ -42,7 +42,7 @@ class Injector:
         kafka: dict | None = None,
     ) -> None:
         self.streams = {
-            s.stream: encoder_for(s.schema)
+            s.stream: stream_encoder(pipeline, s.stream)
             for s in pipeline.sources.values()
             if isinstance(s.watermark, InjectorWatermark) and s.watermark.injector == name
         }

@@ -18,6 +18,7 @@ from confluent_kafka import Message
 from framework.core.pipeline import Pipeline, PipelineError
 from framework.errors import Rejoin, Retry
 from framework.kafka.errors import group_event, reaching_kafka
+from framework.kafka.serdes import check_registry
 from framework.kafka.topics import create_topics
 from framework.streaming.member import Member
 from framework.streaming.startup import instance_id, lock_state_dir, partition_counts
@@ -65,6 +66,7 @@ class Runner:
 
     def run(self, stop: threading.Event) -> None:
         self.pipeline.validate()
+        check_registry(self.pipeline, self.spec)
         try:
             self.spec.factory()
         except Exception as error:

@@ -29,11 +29,11 @@ from framework.core.watermarks import (
     repartition_producer,
     task_producer,
 )
-from framework.errors import BadRecord
+from framework.errors import BadRecord, Retry
 from framework.kafka.collector import ID_HEADER
 from framework.kafka.output import Runtime, TaskOutput
 from framework.kafka.records import decode_record
-from framework.serde.codecs import decoder_for
+from framework.kafka.serdes import stream_decoder
 from framework.state.store import TaskStore
 
 
@@ -153,7 +153,7 @@ class RepartitionTask(Task):
         self.producer = repartition_producer(spec.name, stream, partition)
         self.outputs = {self.target}
         watermark, channels = partition_watermark(runtime.pipeline, stream, stream, partition)
-        decode = decoder_for(runtime.pipeline.schema_of(stream))
+        decode = stream_decoder(runtime.pipeline, stream)
         self.inputs = [InputPartition(stream, partition, stream, decode, watermark, channels)]
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
@@ -165,6 +165,8 @@ class RepartitionTask(Task):
             key = self.input.route(record).encode()
             stage = "produce"
             collector.limits.check(self.target, key, msg.value(), record.timestamp)
+        except Retry:
+            raise
         except Exception as error:
             self.rt.dead_letter(msg, error, getattr(error, "stage", stage))
         else:
@@ -200,7 +202,7 @@ class KeyedTask(Task):
         self.outputs = set(spec.outputs)
         self.inputs = []
         for i in spec.inputs:
-            decode = decoder_for(pipeline.schema_of(i.stream))
+            decode = stream_decoder(pipeline, i.stream)
             if i.key is None:
                 watermark, channels = partition_watermark(pipeline, i.stream, i.stream, partition)
                 topic = i.stream
