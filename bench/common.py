@@ -131,6 +131,22 @@ def table(columns: Sequence[tuple[str, int]], rows: Iterable[Sequence[object]]) 
     return "\n".join([head, "-" * len(head), *map(line, rows)])
 
 
+def medians(contender: str, records: int, runs: Sequence[dict]) -> dict:
+    """The part of a contender's result row every benchmark shares: medians of its runs'
+    time, startup and CPU per record, and the largest peak RSS."""
+    seconds = statistics.median(t["seconds"] for t in runs)
+    cpus = [t["cpu_s"] for t in runs]
+    return {
+        "contender": contender,
+        "records": records,
+        "seconds": seconds,
+        "records_per_s": records / seconds,
+        "startup_s": statistics.median(t["startup_s"] for t in runs),
+        "cpu_us_per_record": None if None in cpus else statistics.median(cpus) / records * 1e6,
+        "peak_rss_mb": max((t.get("peak_rss_mb") or 0 for t in runs), default=0) or None,
+    }
+
+
 def spread(values: Iterable[float]) -> dict[str, float]:
     """Mean, stdev, nearest-rank percentiles and extremes (NaN where there are too few)."""
     v = sorted(values)

@@ -259,17 +259,9 @@ def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int
 
 def row(contender: str, records: int, runs: list[dict]) -> dict:
     """A contender's medians over its runs."""
-    seconds = statistics.median(t["seconds"] for t in runs)
-    cpus = [t["cpu_s"] for t in runs]
     return {
-        "contender": contender,
-        "records": records,
-        "seconds": seconds,
-        "records_per_s": records / seconds,
+        **common.medians(contender, records, runs),
         "first_s": statistics.median(t["first_s"] for t in runs),
-        "startup_s": statistics.median(t["startup_s"] for t in runs),
-        "cpu_us_per_record": None if None in cpus else statistics.median(cpus) / records * 1e6,
-        "peak_rss_mb": max((t.get("peak_rss_mb") or 0 for t in runs), default=0) or None,
         "lost": max(t["lost"] for t in runs),  # the worst run
         "duplicated": max(t["duplicated"] for t in runs),
         "runs": runs,

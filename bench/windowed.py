@@ -68,7 +68,6 @@ from __future__ import annotations
 import collections
 import json
 import random
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -331,17 +330,8 @@ def measure(ws: common.Workspace, data: Input, contender: str, attempt: int) -> 
 
 def row(contender: str, runs: list[dict]) -> dict:
     """A contender's medians over its runs, and the worst run's check."""
-    seconds = statistics.median(t["seconds"] for t in runs)
-    cpus = [t["cpu_s"] for t in runs]
-    records = runs[0]["records"]
     return {
-        "contender": contender,
-        "records": records,
-        "seconds": seconds,
-        "records_per_s": records / seconds,
-        "startup_s": statistics.median(t["startup_s"] for t in runs),
-        "cpu_us_per_record": None if None in cpus else statistics.median(cpus) / records * 1e6,
-        "peak_rss_mb": max((t.get("peak_rss_mb") or 0 for t in runs), default=0) or None,
+        **common.medians(contender, runs[0]["records"], runs),
         **{k: max(t[k] for t in runs) for k in ("missing", "unexpected", "duplicated")},
         "runs": runs,
     }
