@@ -4,14 +4,12 @@ reads; records it cannot read (unknown schema id, wrong magic byte, truncated bo
 dead-letter topic with their reason while the rest flows; a registry that does not answer
 stops the start in one line naming its URL.
 
-One registry (framework.registry's, Apicurio) serves the module, on a free port under a
-temporary home.
+The registry is the `registry` fixture's (tests/conftest.py): the module's own.
 """
 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from confluent_kafka import Producer
@@ -20,7 +18,6 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from framework.jvm.process import any_free_port
-from framework.registry.embedded import Registry
 from tests.support import UniqueJob, read_topic, wait_for
 
 pytestmark = pytest.mark.timeout(600)
@@ -37,22 +34,6 @@ THEIR_SCHEMA = {  # the other team's version: one field more than the job's read
     ],
 }
 WORDS = [("alpha", 1, "en"), ("beta", 2, "fr"), ("gamma", 3, "de")]
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory):
-    """A registry of this module's own; its URL."""
-    saved = os.environ.get("LOGWHEEL_REGISTRY_PORT")
-    os.environ["LOGWHEEL_REGISTRY_PORT"] = str(any_free_port())
-    server = Registry(tmp_path_factory.mktemp("registry"))
-    try:
-        yield server.start(say=lambda _: None).url
-    finally:
-        server.stop()
-        if saved is None:
-            os.environ.pop("LOGWHEEL_REGISTRY_PORT", None)
-        else:
-            os.environ["LOGWHEEL_REGISTRY_PORT"] = saved
 
 
 def _their_values(client: SchemaRegistryClient, topic: str) -> list[bytes]:
