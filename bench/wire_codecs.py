@@ -25,7 +25,7 @@ from framework.serde.codecs import default_schemas
 from framework.serde.confluent import WireFormat, registered_form
 
 
-class _Mock:
+class MockSource:
     """confluent-kafka's mock registry client as the wire format's `SchemaSource`."""
 
     url = "mock://bench"
@@ -48,7 +48,7 @@ def _cpu_us(fn: Callable[[Any], Any], items: Sequence[Any]) -> tuple[float, list
 
 def main(argv: Sequence[str]) -> int:
     n = int(argv[0]) if argv else 100_000
-    source, schemas = _Mock(), default_schemas()
+    source, schemas = MockSource(), default_schemas()
     wire = WireFormat(source, schemas)
     samples = {
         "wordcount.WordCount": [{"word": f"word{i % 5000}", "count": i} for i in range(n)],

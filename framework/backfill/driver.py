@@ -71,6 +71,7 @@ from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipe
 from framework.core.watermarks import Mark, encode_mark, task_producer
 from framework.kafka.config import client_config, consumer_config, producer_config
 from framework.kafka.groups import commit_metadata, refuse_live_members
+from framework.kafka.serdes import check_registry, pin_registry
 from framework.kafka.topics import ensure_topics
 
 log = logging.getLogger(__name__)
@@ -130,6 +131,10 @@ def backfill(
         )
     if spark is None:
         spark_version()  # Spark is an extra: say so before anything else
+    # the executors get the registry's URL in the pipeline they are shipped (their environment
+    # may not name it); a registry that is down, or refuses an output's schema, fails here
+    pipeline = pin_registry(pipeline)
+    check_registry(pipeline, spec)
     kafka = dict(kafka or {})
     admin = AdminClient(client_config(bootstrap, kafka))
     refuse_live_members(admin, spec, then="backfill")

@@ -39,7 +39,7 @@ from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import Runtime, TaskOutput
 from framework.kafka.partitioning import key_partition
 from framework.kafka.records import decode_record as kafka_record
-from framework.serde.codecs import decoder_for
+from framework.kafka.serdes import stream_decoder
 
 STATE, TIMER, RECORD, BAD = 0, 1, 2, 3
 """Kinds of rows a task receives, in the order it sorts them."""
@@ -89,10 +89,11 @@ def decode_record(
     headers: Any, id_prefix: str, offset: int,
 ) -> Record:  # fmt: skip
     """The record as the streaming side decodes it (`kafka.records.decode_record`), with the
-    stream's decoder made once per worker."""
+    stream's decoder (`kafka.serdes`, by the stream's format: the wire format's writer schemas
+    cached per id) made once per worker process."""
     decode = _decoders.get((pipeline.name, stream))
     if decode is None:
-        decode = _decoders[(pipeline.name, stream)] = decoder_for(pipeline.schema_of(stream))
+        decode = _decoders[(pipeline.name, stream)] = stream_decoder(pipeline, stream)
     return kafka_record(decode, stream, key, value, timestamp, headers, id_prefix, offset)
 
 
@@ -134,7 +135,8 @@ class Source:
 
 @dataclass(frozen=True)
 class TaskSettings:
-    """What every task of a plan needs; shipped to the workers with the task function."""
+    """What every task of a plan needs; shipped to the workers with the task function (the
+    pipeline with its Schema Registry's URL pinned by the driver, `kafka.serdes.pin_registry`)."""
 
     pipeline: Pipeline
     spec: ComputationSpec

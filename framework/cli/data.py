@@ -20,7 +20,18 @@ def register_schemas(commands: argparse._SubParsersAction) -> None:
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     check = actions.add_parser(
-        "check", help="fail when a version breaks backward or forward compatibility"
+        "check",
+        help="fail when a version breaks backward or forward compatibility",
+        description="Every version of every type against the one before it, both ways; with "
+        "--registry, every type also against the latest version of each registry subject "
+        "holding a record of the same full name, under the subject's compatibility level "
+        "(NONE or none set: both ways).",
+    )
+    check.add_argument(
+        "--registry",
+        metavar="URL",
+        help="also check against this Schema Registry's latest versions "
+        "(default: $LOGWHEEL_SCHEMA_REGISTRY, if set)",
     )
     check.set_defaults(func=schemas_check)
     dump = actions.add_parser(
@@ -31,19 +42,29 @@ def register_schemas(commands: argparse._SubParsersAction) -> None:
 
 
 def schemas_check(args: argparse.Namespace) -> int:
-    """Every version of every type against the one before it, both ways (Avro resolution)."""
+    """Every version of every type against the one before it, both ways (Avro resolution),
+    and against a registry's latest versions with --registry (kafka/registry_compat.py)."""
+    from framework.kafka.schema_registry import registry_url
     from framework.serde.codecs import load_schemas
     from framework.serde.compat import check
 
     schemas = load_schemas()
+    url = registry_url(args.registry)
+    verdict = None
+    if url is not None:  # asked first: a registry that does not answer fails in one line
+        from framework.kafka.registry_compat import check_against_registry
+
+        verdict = check_against_registry(schemas, url)
     problems = check(schemas)
-    for problem in problems:
+    for problem in [*problems, *(verdict.problems if verdict else ())]:
         print(f"logwheel schemas check: {problem}", file=sys.stderr)
     versions = sum(len(v) for v in schemas.history.values()) + len(schemas)
-    verdict = f"{len(problems)} incompatible change(s)" if problems else "all compatible"
+    summary = f"{len(problems)} incompatible change(s)" if problems else "all compatible"
     where = ", ".join(str(d) for d in schemas.directories)
-    print(f"schemas: {len(schemas)} types, {versions} versions in {where}: {verdict}")
-    return 1 if problems else 0
+    print(f"schemas: {len(schemas)} types, {versions} versions in {where}: {summary}")
+    if verdict is not None:
+        print(verdict.line(len(schemas)))
+    return 1 if problems or (verdict and verdict.problems) else 0
 
 
 def schemas_dump(args: argparse.Namespace) -> int:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import RegisteredSchema, Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from framework.errors import ConfigurationError, Retry
@@ -27,6 +29,7 @@ TIMEOUT_S = 10
 """How long one request to the registry may take."""
 
 _NOT_FOUND = (40401, 40402, 40403)  # subject, version, schema not found
+_T = TypeVar("_T")
 
 
 class RegistryError(ConfigurationError):
@@ -80,6 +83,48 @@ class Registry:
             ) from None
         except Exception as error:
             raise RegistryError(_unreachable(self.url, error)) from None
+
+    def subjects(self) -> list[str]:
+        """Every subject the registry has."""
+        return self._ask(self.client.get_subjects, "list its subjects")
+
+    def latest(self, subject: str) -> RegisteredSchema:
+        """The latest version of `subject`: its schema, id and version number."""
+        return self._ask(
+            lambda: self.client.get_latest_version(subject), f"give subject {subject!r}'s latest"
+        )
+
+    def compatibility(self, subject: str) -> str | None:
+        """The compatibility level of `subject`, else the registry's global one; None when
+        neither is set."""
+        for name in (subject, None):
+            try:
+                return self.client.get_compatibility(name)
+            except SchemaRegistryError as error:
+                if error.http_status_code != 404:
+                    raise RegistryError(self._failed("give a compatibility level", error)) from None
+            except Exception as error:
+                raise RegistryError(_unreachable(self.url, error)) from None
+        return None
+
+    def accepts(self, subject: str, schema: str) -> bool:
+        """Whether the registry's own check (under the subject's level) accepts `schema` as
+        the subject's next version."""
+        return self._ask(
+            lambda: self.client.test_compatibility(subject, Schema(schema, "AVRO")),
+            f"check a schema against subject {subject!r}",
+        )
+
+    def _ask(self, call: Callable[[], _T], what: str) -> _T:
+        try:
+            return call()
+        except SchemaRegistryError as error:
+            raise RegistryError(self._failed(what, error)) from None
+        except Exception as error:
+            raise RegistryError(_unreachable(self.url, error)) from None
+
+    def _failed(self, what: str, error: SchemaRegistryError) -> str:
+        return f"the registry at {self.url} cannot {what}: {error}"
 
     def ping(self) -> None:
         """One request, so that a registry that is down fails the start in one line."""

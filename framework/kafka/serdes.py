@@ -9,6 +9,8 @@ A stream's topic is its name, so its subject is `<stream>-value`.
 
 from __future__ import annotations
 
+import dataclasses
+
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.kafka.schema_registry import connect, registry_url, wire_format
 from framework.serde.codecs import Decoder, Encoder, decoder_for, encoder_for
@@ -60,3 +62,11 @@ def check_registry(pipeline: Pipeline, spec: ComputationSpec) -> None:
     for stream in spec.outputs:
         if stream in wired:
             stream_encoder(pipeline, stream)
+
+
+def pin_registry(pipeline: Pipeline) -> Pipeline:
+    """The pipeline with the registry it runs against written into it (its own, else
+    `LOGWHEEL_SCHEMA_REGISTRY` as this process sees it), for processes that do not share this
+    one's environment: the backfill's Spark executors get the URL, never a client."""
+    url = registry_url(pipeline.registry)
+    return pipeline if url == pipeline.registry else dataclasses.replace(pipeline, registry=url)

@@ -138,6 +138,9 @@ class Schemas(Mapping[str, Any]):
                 "':'-separated)"
             ) from None
 
+    def __contains__(self, name: object) -> bool:  # Mapping's would raise SchemaError
+        return name in self._parsed
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._parsed)
 
