@@ -19,7 +19,7 @@ class Double(Computation):
         ctx.produce(self.out, {"word": value["word"], "count": value["count"] * 2})
 
 
-def build(name: str, prefix: str, registry: str) -> Pipeline:
+def build(name: str, prefix: str, registry: str | None) -> Pipeline:
     pipeline = Pipeline(name, partitions=1, registry=registry)
     pipeline.source(f"{prefix}words", schema="wordcount.WordCount", format="confluent")
     pipeline.computation(
