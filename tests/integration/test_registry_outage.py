@@ -25,7 +25,10 @@ from tests.conftest import registry_server
 from tests.support import UniqueJob, read_topic, wait_for
 
 pytestmark = pytest.mark.timeout(900)
-FACTORY = "tests.integration.confluent_job:build"
+FACTORIES = {  # the input kept by its Kafka key, or re-keyed (decoded first by the repartition)
+    "kept": "tests.integration.confluent_job:build",
+    "rekeyed": "tests.integration.confluent_job:build_rekeyed",
+}
 
 V1 = {
     "type": "record",
@@ -61,10 +64,11 @@ def _decoded(url: str, out: list) -> list[tuple[str, int]]:
     return got
 
 
-def test_a_registry_away_mid_run_holds_the_record_and_loses_nothing(kafka, tmp_path):
+@pytest.mark.parametrize("input_", FACTORIES)
+def test_a_registry_away_mid_run_holds_the_record_and_loses_nothing(kafka, tmp_path, input_):
     with registry_server(tmp_path / "registry") as server:
         url = server.url()
-        job_def = UniqueJob(kafka, tmp_path, FACTORY, "outage", url)
+        job_def = UniqueJob(kafka, tmp_path, FACTORIES[input_], "outage", url)
         words, doubled = f"{job_def.prefix}words", f"{job_def.prefix}doubled"
         client = SchemaRegistryClient({"url": url})
 
