@@ -25,6 +25,7 @@ be a secret), and a URL is shown without its user info.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Mapping
@@ -135,11 +136,7 @@ def resolve(pipeline: Pipeline, settings: RegistrySettings | None) -> RegistrySe
     if url is None:
         return None
     if pipeline.registry and settings.url and settings.url != pipeline.registry:
-        log.info(
-            "Pipeline(registry=%s) wins over [registry] url %s",
-            redact(pipeline.registry),
-            redact(settings.url),
-        )
+        _overridden(pipeline.registry, settings.url)
     strategy = pipeline.subject_strategy or settings.strategy
     return RegistrySettings(url.rstrip("/"), settings.client, strategy)
 
@@ -151,3 +148,11 @@ def redact(url: str | None) -> str | None:
     parts = urlsplit(url)
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+@functools.cache
+def _overridden(declared: str, configured: str) -> None:
+    """Said once per process: the code's registry wins over the file's."""
+    log.info(
+        "Pipeline(registry=%s) wins over [registry] url %s", redact(declared), redact(configured)
+    )

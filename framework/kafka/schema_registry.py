@@ -33,12 +33,13 @@ from framework.serde.confluent import UnknownSchemaId, WireFormat
 
 __all__ = ["REGISTRY_ENV", "Registry", "RegistryError", "RegistryUnavailable", "connect"]
 
-TIMEOUT_S = 10
+TIMEOUT_S = 5
 """How long one request to the registry may take."""
 
-CLIENT_DEFAULTS = {"timeout": TIMEOUT_S, "max.retries": 2, "retries.wait.ms": 100}
-"""The client's own retries stay short: a registry away mid-run is waited for by holding the
-record's partition, with backoff, while the consumer keeps polling."""
+CLIENT_DEFAULTS = {"timeout": TIMEOUT_S, "max.retries": 1, "retries.wait.ms": 100}
+"""The client's own retries stay short (at most about 10 s for a registry that hangs, within
+the runner's loop): a registry away mid-run is waited for by holding the record's partition,
+with backoff, while the consumer keeps polling. `[registry]` may set them otherwise."""
 
 _NOT_FOUND = (40401, 40402, 40403)  # subject, version, schema not found
 

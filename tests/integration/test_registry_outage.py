@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 
 import pytest
@@ -22,6 +23,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from framework.jvm.process import wait_exit
 from tests.conftest import registry_server
+from tests.integration.test_metrics import scrape
+from tests.integration.test_metrics import value as metric
 from tests.support import UniqueJob, read_topic, wait_for
 
 pytestmark = pytest.mark.timeout(900)
@@ -54,6 +57,11 @@ def _send(kafka: str, topic: str, words: list[tuple[str, int]], values: list[byt
     producer.flush(30)
 
 
+def _held(port: int) -> float | None:
+    samples = scrape(port)
+    return metric(samples, "logwheel_held_partitions") if samples else None
+
+
 def _decoded(url: str, out: list) -> list[tuple[str, int]]:
     """The job's output as (word, count), decoded with the ids its values carry."""
     deserialize = AvroDeserializer(SchemaRegistryClient({"url": url}))
@@ -74,7 +82,9 @@ def test_a_registry_away_mid_run_holds_the_record_and_loses_nothing(kafka, tmp_p
 
         before = [("a1", 1), ("a2", 2), ("a3", 3)]
         _send(kafka, words, before, _values(client, words, V1, before))
-        job = job_def.job(computations=["double"]).start()
+        job = job_def.job(computations=["double"])
+        job.args += ["--metrics-port", "0"]
+        job.start()
         read_topic(kafka, doubled, expect=3, timeout=180)  # the job has seen the v1 id
 
         # The other team registers v2 and serializes with it while the registry is up ...
@@ -102,12 +112,16 @@ def test_a_registry_away_mid_run_holds_the_record_and_loses_nothing(kafka, tmp_p
         keys = sorted(m.key().decode() for m in held)  # the output's key is the word
         assert keys == ["a1", "a2", "a3", "b1", "b2"], keys
         assert job.alive(), job.output()[-3000:]
+        port = int(re.search(r"metrics on http://0\.0\.0\.0:(\d+)/", job.output()).group(1))
+        assert wait_for(lambda: _held(port) == 1, 30, what="logwheel_held_partitions 1")
 
         server.start(say=lambda _: None)  # same home, same port: the ids are kept
         assert server.url() == url
         expected = before + down_v1a + down_v2a + down_v1b + down_v2b
         read_topic(kafka, doubled, expect=len(expected), timeout=240)
         out = read_topic(kafka, doubled, timeout=30, idle=5)  # and nothing more after
+        assert wait_for(lambda: _held(port) == 0, 30, what="logwheel_held_partitions 0")
+        assert metric(scrape(port), "logwheel_hold_retries_total") >= 1
         try:
             assert job.alive(), job.output()[-3000:]
         finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import io
+import logging
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -36,10 +37,14 @@ def _pipeline(registry: str | None = None, strategy: str | None = None) -> Pipel
     return Pipeline("regset", registry=registry, subject_strategy=strategy)
 
 
-def test_the_pipelines_url_wins_over_the_files_which_wins_over_the_environment(monkeypatch):
+def test_the_pipelines_url_wins_over_the_files_which_wins_over_the_environment(monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger="framework.kafka.registry_settings")
     monkeypatch.setenv(REGISTRY_ENV, "http://env:8081")
     file = registry_settings({"url": "http://file:8081", "ssl.ca.location": "/ca.pem"}, ORIGIN)
     assert resolve(_pipeline("http://code:8081"), file).url == "http://code:8081"
+    assert resolve(_pipeline("http://code:8081"), file).url == "http://code:8081"
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["Pipeline(registry=http://code:8081) wins over [registry] url http://file:8081"]
     assert resolve(_pipeline(), file).url == "http://file:8081"
     assert resolve(_pipeline(), None).url == "http://env:8081"
     assert resolve(_pipeline(), registry_settings({}, ORIGIN)).url == "http://env:8081"
