@@ -78,9 +78,10 @@ class Holds:
         self._outages: dict[str, _Outage] = {}
         self._held_metric = HELD_PARTITIONS.labels(spec.name)
         self._retries_metric = HOLD_RETRIES.labels(spec.name)
+        self._held_metric.set(0)  # a new membership holds nothing yet
 
     def __contains__(self, key: tuple[str, int]) -> bool:
-        """Whether a partition is held or retrying: its read position is not the consumer's."""
+        """Whether a partition is held, or resumed and not yet past its record."""
         return key in self._holds
 
     def run(self, task: Task, inp: InputPartition, msgs: list[Message]) -> None:
