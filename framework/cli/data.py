@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from framework.broker.embedded import bootstrap_from
@@ -44,12 +45,12 @@ def register_schemas(commands: argparse._SubParsersAction) -> None:
 def schemas_check(args: argparse.Namespace) -> int:
     """Every version of every type against the one before it, both ways (Avro resolution),
     and against a registry's latest versions with --registry (kafka/registry_compat.py)."""
-    from framework.kafka.schema_registry import registry_url
+    from framework.kafka.registry_settings import REGISTRY_ENV
     from framework.serde.codecs import load_schemas
     from framework.serde.compat import check
 
     schemas = load_schemas()
-    url = registry_url(args.registry)
+    url = args.registry or os.environ.get(REGISTRY_ENV)
     verdict = None
     if url is not None:  # asked first: a registry that does not answer fails in one line
         from framework.kafka.registry_compat import check_against_registry

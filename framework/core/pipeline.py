@@ -25,6 +25,7 @@ from framework.core.streams import (
     check_format,
     check_schema,
     check_stream,
+    check_subject_strategy,
     key_by,
 )
 from framework.core.windows import Aggregate, Hopping, Session, Window
@@ -125,9 +126,15 @@ class Pipeline:
     partitions: int = DEFAULT_PARTITIONS
     registry: str | None = None
     """A Schema Registry's URL: every stream with a schema is then in the Confluent wire
-    format unless declared format="avro" (the runtime falls back to LOGWHEEL_SCHEMA_REGISTRY)."""
+    format unless declared format="avro" (the runtime falls back to `[registry] url` in
+    --config, then LOGWHEEL_SCHEMA_REGISTRY)."""
     sources: dict[str, Source] = field(default_factory=dict)
     computations: dict[str, ComputationSpec] = field(default_factory=dict)
+    subject_strategy: str | None = None
+    """Under which subject writers register their schemas in the registry: "topic"
+    (`<topic>-value`, the default), "record" (the record's full name) or "topic_record"
+    (`<topic>-<record full name>`): Confluent's TopicNameStrategy, RecordNameStrategy and
+    TopicRecordNameStrategy. None: `[registry] subject_name_strategy`, else "topic"."""
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -136,6 +143,7 @@ class Pipeline:
             )
         if self.partitions < 1:
             raise PipelineError(f"pipeline {self.name!r}: partitions must be >= 1")
+        check_subject_strategy(f"pipeline {self.name!r}", self.subject_strategy)
 
     def source(
         self,

@@ -21,6 +21,11 @@ EMITS = ("final", "update")
 FORMATS = ("avro", "confluent")
 """How a stream with a schema is written: Avro single-object encoding ("avro"), or the
 Confluent wire format against a Schema Registry ("confluent")."""
+SUBJECT_STRATEGIES = ("topic", "record", "topic_record")
+"""Under which Schema Registry subject a writer registers a stream's schema: `<topic>-value`
+("topic", Confluent's TopicNameStrategy, the default), the record's full name ("record",
+RecordNameStrategy), or `<topic>-<record full name>` ("topic_record",
+TopicRecordNameStrategy). Readers resolve schemas by id, whatever the strategy."""
 DEFAULT_PARTITIONS = 4
 
 
@@ -127,6 +132,14 @@ def check_stream(stream: str) -> None:
 def check_format(where: str, fmt: str | None) -> None:
     if fmt is not None and fmt not in FORMATS:
         raise PipelineError(f"{where}: format={fmt!r}; use one of {FORMATS} (or leave it out)")
+
+
+def check_subject_strategy(where: str, strategy: str | None) -> None:
+    if strategy is not None and strategy not in SUBJECT_STRATEGIES:
+        raise PipelineError(
+            f"{where}: subject strategy {strategy!r}; use one of {SUBJECT_STRATEGIES} "
+            "(Confluent's TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy)"
+        )
 
 
 def check_schema(schema: str) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.schema_registry import connect
 from framework.serde.codecs import Schemas
 from framework.serde.compat import against, directions, full_name
@@ -53,7 +54,7 @@ class RegistryVerdict:
 def check_against_registry(schemas: Schemas, url: str) -> RegistryVerdict:
     """Every type of `schemas` against the latest version of each subject of the registry at
     `url` that holds it (`RegistryError` naming the URL if the registry does not answer)."""
-    registry = connect(url)
+    registry = connect(RegistrySettings(url=url.rstrip("/")))
     verdict = RegistryVerdict(registry.url)
     for subject in sorted(registry.subjects()):
         latest = registry.latest(subject)

@@ -1,35 +1,56 @@
 """A Schema Registry reached through its Confluent-compatible REST API, with confluent-kafka's
 own `SchemaRegistryClient` (the client every Python team on Kafka uses, so logwheel sees the
-registry exactly as they do).
+registry exactly as they do), configured by `RegistrySettings`
+(framework/kafka/registry_settings.py).
 
 `Registry` is the `SchemaSource` the wire format (framework/serde/confluent.py) needs: schemas
-by id, ids by registering under a subject. The client caches both, so the per-record path never
-makes a request once an id has been seen. `connect` asks the registry once at start: one that
-does not answer is a `ConfigurationError` in one line naming its URL.
+by id, ids by registering under a subject (chosen by confluent-kafka's own subject name
+strategies). The client caches both, so the per-record path never makes a request once an id
+has been seen. `connect` asks the registry once at start: one that does not answer is a
+`ConfigurationError` in one line naming its URL. Mid-run, a registry that does not answer is a
+`RegistryUnavailable`: the record's partition waits for it (framework/streaming/holds.py).
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from typing import TypeVar
 
-from confluent_kafka.schema_registry import RegisteredSchema, Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import (
+    RegisteredSchema,
+    Schema,
+    SchemaRegistryClient,
+    record_subject_name_strategy,
+    topic_record_subject_name_strategy,
+    topic_subject_name_strategy,
+)
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.serialization import MessageField, SerializationContext
 
-from framework.errors import ConfigurationError, Retry
+from framework.errors import ConfigurationError, ServiceUnavailable
+from framework.kafka.registry_settings import REGISTRY_ENV, RegistrySettings, redact
 from framework.serde.codecs import default_schemas
 from framework.serde.confluent import UnknownSchemaId, WireFormat
 
-REGISTRY_ENV = "LOGWHEEL_SCHEMA_REGISTRY"
-"""Environment variable naming the registry's URL (`Pipeline(name, registry=URL)` wins)."""
+__all__ = ["REGISTRY_ENV", "Registry", "RegistryError", "RegistryUnavailable", "connect"]
 
-TIMEOUT_S = 10
+TIMEOUT_S = 5
 """How long one request to the registry may take."""
+
+CLIENT_DEFAULTS = {"timeout": TIMEOUT_S, "max.retries": 1, "retries.wait.ms": 100}
+"""The client's own retries stay short (at most about 10 s for a registry that hangs, within
+the runner's loop): a registry away mid-run is waited for by holding the record's partition,
+with backoff, while the consumer keeps polling. `[registry]` may set them otherwise."""
 
 _NOT_FOUND = (40401, 40402, 40403)  # subject, version, schema not found
 _T = TypeVar("_T")
+
+_STRATEGIES = {
+    "topic": topic_subject_name_strategy,
+    "record": record_subject_name_strategy,
+    "topic_record": topic_record_subject_name_strategy,
+}
 
 
 class RegistryError(ConfigurationError):
@@ -37,20 +58,31 @@ class RegistryError(ConfigurationError):
     what to do."""
 
 
-class RegistryUnavailable(Retry):
+class RegistryUnavailable(ServiceUnavailable):
     """The registry did not answer a request made mid-run. Not a bad record (the record is
-    fine, the registry is away): the decode stage lets it through, and the runner rejoins and
-    reads again from the last commit, so nothing is lost or dead-lettered."""
+    fine, the registry is away): the decode stage lets it through, and the runner holds the
+    record's partition at it and reads it again with backoff, so nothing is lost, skipped or
+    dead-lettered."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"the Schema Registry at {url}", reason)
 
 
 class Registry:
     """One registry's Confluent-compatible API, through confluent-kafka's client."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url.rstrip("/")
-        self.client = SchemaRegistryClient(
-            {"url": self.url, "timeout": TIMEOUT_S, "max.retries": 2}
-        )
+    def __init__(self, settings: RegistrySettings) -> None:
+        assert settings.url is not None
+        self.url = redact(settings.url.rstrip("/"))  # what messages show
+        try:
+            self.client = SchemaRegistryClient(
+                {**CLIENT_DEFAULTS, **dict(settings.client), "url": settings.url}
+            )
+        except (ValueError, TypeError) as error:  # its messages name settings, not values
+            raise RegistryError(
+                f"[registry] settings for {self.url} are refused by confluent-kafka's "
+                f"client: {error}"
+            ) from None
 
     def schema(self, schema_id: int) -> str:
         """The schema text registered with `schema_id`; `UnknownSchemaId` if there is none."""
@@ -59,11 +91,15 @@ class Registry:
         except SchemaRegistryError as error:
             if error.http_status_code == 404 or error.error_code in _NOT_FOUND:
                 raise UnknownSchemaId(schema_id) from None
-            raise RegistryUnavailable(f"the registry at {self.url} failed: {error}") from error
+            raise RegistryUnavailable(
+                self.url, f"the Schema Registry at {self.url} failed: {error}"
+            ) from None
         except Exception as error:  # httpx's transport errors: the registry is away
             raise RegistryUnavailable(
-                f"the registry at {self.url} does not answer: {type(error).__name__}: {error}"
-            ) from error
+                self.url,
+                f"the Schema Registry at {self.url} does not answer "
+                f"({type(error).__name__}: {error})",
+            ) from None
 
     def register(self, subject: str, schema: str) -> int:
         """The id of `schema` under `subject`, registered as its next version if need be; a
@@ -81,8 +117,8 @@ class Registry:
             raise RegistryError(
                 f"the registry at {self.url} cannot register subject {subject!r}: {error}"
             ) from None
-        except Exception as error:
-            raise RegistryError(_unreachable(self.url, error)) from None
+        except Exception as error:  # away: a start fails on it, a task created mid-run waits
+            raise RegistryUnavailable(self.url, _unreachable(self.url, error)) from None
 
     def subjects(self) -> list[str]:
         """Every subject the registry has."""
@@ -137,26 +173,31 @@ class Registry:
 def _unreachable(url: str, error: BaseException) -> str:
     return (
         f"the Schema Registry at {url} does not answer ({type(error).__name__}: {error}): "
-        f"start it (`logwheel registry start`) or point {REGISTRY_ENV} or "
-        "Pipeline(..., registry=URL) at a running one"
+        f"start it (`logwheel registry start`) or point Pipeline(..., registry=URL), "
+        f"[registry] url in --config or {REGISTRY_ENV} at a running one"
     )
 
 
-def registry_url(declared: str | None) -> str | None:
-    """The registry of a pipeline: the one it declares, else `$LOGWHEEL_SCHEMA_REGISTRY`."""
-    return declared or os.environ.get(REGISTRY_ENV) or None
-
-
 @functools.cache
-def connect(url: str) -> Registry:
-    """The registry at `url`, asked once (`RegistryError` if it does not answer); one client
-    per URL and process, so its caches serve every task."""
-    registry = Registry(url)
+def connect(settings: RegistrySettings) -> Registry:
+    """The registry `settings` name, asked once (`RegistryError` if it does not answer); one
+    client per registry and process, so its caches serve every task."""
+    registry = Registry(settings)
     registry.ping()
     return registry
 
 
+def subject_namer(strategy: str) -> Callable[[str, str], str]:
+    """(topic, record full name) -> subject of a value, by one of confluent-kafka's own
+    subject name strategies ("topic", "record", "topic_record")."""
+    name = _STRATEGIES[strategy]
+    return lambda topic, record: name(SerializationContext(topic, MessageField.VALUE), record)
+
+
 @functools.cache
-def wire_format(url: str) -> WireFormat:
-    """The wire format's codecs against the registry at `url`, over the job's schemas."""
-    return WireFormat(connect(url), default_schemas())
+def wire_format(settings: RegistrySettings) -> WireFormat:
+    """The wire format's codecs against the registry `settings` name, over the job's schemas,
+    writers registering under the settings' subject strategy."""
+    return WireFormat(
+        connect(settings), default_schemas(), subject_namer(settings.subject_strategy)
+    )

@@ -5,8 +5,9 @@
 This is what every Confluent serializer (Java, confluent-kafka, Kafka Streams' `SpecificAvroSerde`)
 writes and reads: the id names the writer schema in a registry. A reader fetches the writer schema
 by id (once per id) and resolves it against the stream's declared schema, as Avro schema
-resolution says; a writer registers its schema under the topic's subject (`<topic>-value`,
-Confluent's TopicNameStrategy) once at start and prefixes every body with the id it got.
+resolution says; a writer registers its schema under its subject (by default the topic's,
+`<topic>-value`, Confluent's TopicNameStrategy; the subject namer is handed in) once at start
+and prefixes every body with the id it got.
 
 This module is the pure part: framing, reading the header, and encoders and decoders built on
 fastavro with parsed schemas cached per id. Talking to the registry is someone else's job (the
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from io import BytesIO
 from typing import Any, Protocol
 
@@ -126,17 +127,23 @@ class WireFormat:
     """Encoders and decoders of the Confluent wire format against one registry, with writer
     schemas parsed once per id and shared by every decoder."""
 
-    def __init__(self, source: SchemaSource, schemas: Schemas) -> None:
+    def __init__(
+        self,
+        source: SchemaSource,
+        schemas: Schemas,
+        subject: Callable[[str, str], str] = lambda topic, _name: subject_of(topic),
+    ) -> None:
         self.source = source
         self.schemas = schemas
+        self.subject = subject  # (topic, record full name) -> the subject writers register under
         self._writers: dict[int, Any] = {}  # schema id -> parsed writer schema
         self._lock = threading.Lock()
 
     def encoder(self, topic: str, name: str) -> Encoder:
         """Encoder of values of schema `name` written to `topic`: its schema registered (or
-        looked up) under the topic's subject now, once; then header + body per value."""
+        looked up) under its subject now, once; then header + body per value."""
         text = registered_form(self.schemas[name], self.schemas.named)
-        schema_id = self.source.register(subject_of(topic), text)
+        schema_id = self.source.register(self.subject(topic, name), text)
         return avro_encoder(name, self.schemas[name], header(schema_id))
 
     def decoder(self, topic: str, name: str | None) -> Decoder:

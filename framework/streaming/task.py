@@ -49,6 +49,8 @@ class InputPartition:
     channels: list[str]
     position: int = 0  # next offset to read
     read: int = 0  # records read, for metrics
+    paused: bool = False  # held at `position` until a service answers (streaming/holds.py)
+    frozen: tuple[int | None, bool] | None = None  # the watermark while held, else None
 
     def consumed(self, msg: Message) -> None:
         self.position = msg.offset() + 1
@@ -95,7 +97,8 @@ class Task:
         raise NotImplementedError
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
-        """`handle` each of a run of records of one input partition, in offset order."""
+        """`handle` each of a run of records of one input partition, in offset order. A
+        `Retry` raised here leaves `inp.position` at the first record not handled."""
         for msg in msgs:
             self.handle(msg, inp)
 
@@ -106,7 +109,7 @@ class Task:
     def input_watermark(self) -> tuple[int | None, bool]:
         for inp in self.inputs:
             inp.watermark.advance(inp.position)
-        return combine(inp.watermark.value() for inp in self.inputs)
+        return combine(inp.frozen or inp.watermark.value() for inp in self.inputs)
 
     def low_watermark(self) -> tuple[int, bool]:
         raise NotImplementedError
@@ -153,7 +156,7 @@ class RepartitionTask(Task):
         self.producer = repartition_producer(spec.name, stream, partition)
         self.outputs = {self.target}
         watermark, channels = partition_watermark(runtime.pipeline, stream, stream, partition)
-        decode = stream_decoder(runtime.pipeline, stream)
+        decode = stream_decoder(runtime.pipeline, stream, runtime.registry)
         self.inputs = [InputPartition(stream, partition, stream, decode, watermark, channels)]
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
@@ -202,7 +205,7 @@ class KeyedTask(Task):
         self.outputs = set(spec.outputs)
         self.inputs = []
         for i in spec.inputs:
-            decode = stream_decoder(pipeline, i.stream)
+            decode = stream_decoder(pipeline, i.stream, runtime.registry)
             if i.key is None:
                 watermark, channels = partition_watermark(pipeline, i.stream, i.stream, partition)
                 topic = i.stream
@@ -236,6 +239,12 @@ class KeyedTask(Task):
                 rec = record(msg)
             except BadRecord as error:
                 self.rt.dead_letter(msg, error, error.stage)
+            except Retry:  # e.g. the registry away: the records before this one are handled
+                output.source = None
+                done = next(i for i, m in enumerate(msgs) if m is msg)
+                if done:
+                    inp.consumed_run(msgs[:done])
+                raise
             else:
                 process(rec)
         output.source = None

@@ -113,3 +113,47 @@ def test_a_registry_that_does_not_answer_stops_the_start_in_one_line(kafka, tmp_
     assert job.proc.returncode == 1, job.output()[-3000:]
     last = job.output().strip().splitlines()[-1]
     assert nowhere in last and "does not answer" in last, job.output()[-3000:]
+
+
+def test_the_registry_its_auth_and_subject_strategy_come_from_the_config_file(
+    kafka, tmp_path, registry
+):
+    """No registry in the code: `[registry]` in --config names it (its URL from the
+    environment through `${VAR}`) and the subject strategy writers register under."""
+    job_def = UniqueJob(kafka, tmp_path, FACTORY, "wirecfg", None)
+    words, doubled = f"{job_def.prefix}words", f"{job_def.prefix}doubled"
+    client = SchemaRegistryClient({"url": registry})
+    _send(kafka, words, _their_values(client, words))
+    config = tmp_path / "job.toml"
+    config.write_text(
+        '[registry]\nurl = "${JOB_REGISTRY}"\nsubject_name_strategy = "topic_record"\n'
+        '"max.retries" = 3\n'
+    )
+    job = job_def.job(computations=["double"], config=config, env={"JOB_REGISTRY": registry})
+    job.env.pop("LOGWHEEL_SCHEMA_REGISTRY", None)
+    job.start()
+    try:
+        out = read_topic(kafka, doubled, expect=len(WORDS), timeout=120)
+        assert job.alive(), job.output()[-3000:]
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+    deserialize = AvroDeserializer(client)
+    ctx = SerializationContext(doubled, MessageField.VALUE)
+    assert [deserialize(m.value(), ctx) for m in out] == [
+        {"word": w, "count": 2 * c} for w, c, _ in WORDS
+    ]
+    subjects = set(client.get_subjects())
+    assert f"{doubled}-wordcount.WordCount" in subjects  # TopicRecordNameStrategy
+    assert f"{doubled}-value" not in subjects
+
+
+def test_an_unknown_registry_setting_stops_the_start_in_one_line(kafka, tmp_path, registry):
+    job_def = UniqueJob(kafka, tmp_path, FACTORY, "wirekey", registry)
+    config = tmp_path / "job.toml"
+    config.write_text('[registry]\n"basic.auth.pasword" = "hunter2"\n')
+    job = job_def.job(computations=["double"], config=config).start()
+    wait_for(lambda: not job.alive(), 90, what="the job to refuse to start")
+    assert job.proc.returncode == 1, job.output()[-3000:]
+    last = job.output().strip().splitlines()[-1]
+    assert "unknown key 'basic.auth.pasword'" in last and "basic.auth.user.info" in last, last
+    assert "hunter2" not in job.output()

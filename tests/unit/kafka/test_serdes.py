@@ -44,7 +44,7 @@ def test_the_environment_names_the_registry_and_puts_streams_with_a_schema_in_th
     monkeypatch,
 ):
     asked = []
-    monkeypatch.setattr(serdes, "wire_format", lambda url: asked.append(url) or _Wire())
+    monkeypatch.setattr(serdes, "wire_format", lambda reg: asked.append(reg.url) or _Wire())
     monkeypatch.setenv(REGISTRY_ENV, "http://env:8081")
     p = _pipeline()
     assert serdes.stream_encoder(p, "ours") == ("encoder", "ours", "wordcount.WordCount")
@@ -64,7 +64,7 @@ class _Wire:
 
 def test_a_registry_away_is_retried_not_dead_lettered():
     def away(_data):
-        raise RegistryUnavailable("the registry at http://r does not answer")
+        raise RegistryUnavailable("http://r", "the registry at http://r does not answer")
 
     def broken(_data):
         raise ValueError("bad bytes")
