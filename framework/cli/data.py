@@ -73,6 +73,12 @@ def register_changelog(commands: argparse._SubParsersAction) -> None:
         "--spark", action="store_true", help="dump through Spark (changelog.spark.read_snapshot)"
     )
     parser.add_argument("--master", default="local[*]", help="Spark master with --spark")
+    parser.add_argument(
+        "--registry",
+        metavar="URL",
+        help="Schema Registry of values in the Confluent wire format (else "
+        "LOGWHEEL_SCHEMA_REGISTRY)",
+    )
     add_bootstrap(parser)
     parser.set_defaults(func=changelog_command)
 
@@ -94,14 +100,19 @@ def changelog_command(args: argparse.Namespace) -> int:
         spark = session(args.master, "logwheel-changelog-dump")
         try:
             snapshot = read_snapshot(
-                spark, args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)
+                spark,
+                args.topic,
+                bootstrap=bootstrap,
+                kafka=kafka_settings(args.config),
+                registry=args.registry,
             )
             for row in snapshot.toLocalIterator():
                 print(json.dumps({"key": row["key"], "value": json.loads(row["value"])}))
         finally:
             spark.stop()
         return 0
-    with ChangelogTable(args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)) as t:
+    kafka = kafka_settings(args.config)
+    with ChangelogTable(args.topic, bootstrap=bootstrap, kafka=kafka, registry=args.registry) as t:
         t.catch_up(progress=sys.stderr.isatty())
         if args.action == "dump":
             for key, value in t.items():

@@ -74,7 +74,9 @@ class Member:
         self.rt = Runtime(
             pipeline, spec, self.collector, partitions, ErrorPolicy(spec.group, spec.on_error)
         )
-        self.tables = Tables(Consumer(dict(reader)), spec, state_dir) if spec.tables else None
+        self.tables = (
+            Tables(Consumer(dict(reader)), pipeline, spec, state_dir) if spec.tables else None
+        )
         self.tasks = TaskManager(
             self.rt,
             self.consumer,
