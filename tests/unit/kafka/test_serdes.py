@@ -12,9 +12,10 @@ from fastavro.schema import parse_schema
 
 from framework import Computation, Pipeline, PipelineError
 from framework.errors import BadRecord, Retry
+from framework.jvm.process import any_free_port
 from framework.kafka import serdes
 from framework.kafka.records import decode_record
-from framework.kafka.schema_registry import REGISTRY_ENV, RegistryUnavailable
+from framework.kafka.schema_registry import REGISTRY_ENV, RegistryError, RegistryUnavailable
 from framework.serde.codecs import (
     DecodeError,
     decoder_for,
@@ -24,7 +25,7 @@ from framework.serde.codecs import (
 )
 from framework.serde.confluent import WireFormat, frame
 from tests.support import REPO
-from tests.unit.serde.test_confluent import Memory
+from tests.unit.serde.test_confluent import WORD_V1, Memory
 
 
 def _pipeline(registry: str | None = None) -> Pipeline:
@@ -90,13 +91,8 @@ def test_a_registry_away_is_retried_not_dead_lettered():
 
 
 THEIRS = {  # another team's WordCount: one field more than wordcount.WordCount
-    "type": "record",
-    "name": "wordcount.WordCount",
-    "fields": [
-        {"name": "word", "type": "string"},
-        {"name": "count", "type": "long"},
-        {"name": "lang", "type": "string", "default": "en"},
-    ],
+    **WORD_V1,
+    "fields": [*WORD_V1["fields"], {"name": "lang", "type": "string", "default": "en"}],
 }
 
 
@@ -148,3 +144,12 @@ def test_without_a_registry_any_decoder_is_todays_self_describing_decoding(monke
     assert serdes.any_decoder(None, "t") == default_schemas().decode_any
     assert serdes.table_decoder(p, "declared") == default_schemas().decode_any
     assert serdes.table_decoder(p, "undeclared") == default_schemas().decode_any
+
+
+def test_a_table_under_a_registry_that_does_not_answer_fails_the_start_naming_it(monkeypatch):
+    monkeypatch.delenv(REGISTRY_ENV, raising=False)
+    nowhere = f"http://127.0.0.1:{any_free_port()}"
+    p = Pipeline("tables", registry=nowhere).source("in")
+    p.computation("c", Computation, inputs={"in": None}, tables={"t": "their.changelog"})
+    with pytest.raises(RegistryError, match=f"{nowhere} does not answer"):
+        serdes.check_registry(p, p["c"])
