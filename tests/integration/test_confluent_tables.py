@@ -2,8 +2,9 @@
 Registry and a real broker: a logwheel job (exactly_once) joins a stream against a compacted
 topic written by confluent-kafka's own `AvroSerializer`, across the team's schema change (v2
 adds a field with a default) and a SIGKILL, each input joined once with the table as of its
-processing; a registry away mid-run loses no row and dead-letters nothing; `logwheel changelog
-dump|follow` and `ChangelogTable(registry=URL)` print and give the team's values.
+processing; a registry away mid-run loses no row and dead-letters nothing; `logwheel
+changelog dump|follow`, `ChangelogTable(registry=URL)` and a Spark snapshot give the team's
+values.
 
 The registry is the `registry` fixture's (tests/conftest.py), the module's own; the job reads
 its `team.Profile` reader schema from a directory of the test's (LOGWHEEL_SCHEMAS).
@@ -275,3 +276,16 @@ def test_changelog_table_names_a_registry_that_does_not_answer(kafka):
     nowhere = f"http://127.0.0.1:{any_free_port()}"
     with pytest.raises(RegistryError, match=f"{nowhere} does not answer"):
         ChangelogTable(unique_name("theirs"), bootstrap=kafka, registry=nowhere)
+
+
+def test_a_spark_snapshot_with_a_registry_gives_their_values(kafka, registry, create_topic):
+    from changelog.spark import read_snapshot
+    from framework.backfill.session import session
+
+    topic, _, latest = _their_changelog(kafka, registry, create_topic)
+    spark = session("local[1]", "logwheel-test-wire-snapshot")
+    try:
+        rows = read_snapshot(spark, topic, bootstrap=kafka, registry=registry).collect()
+    finally:
+        spark.stop()
+    assert {r["key"]: json.loads(r["value"]) for r in rows} == latest
