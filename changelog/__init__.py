@@ -9,7 +9,9 @@ follows it live.
 Values decode as they describe themselves: Avro single-object encoding by its fingerprint,
 else JSON; with a Schema Registry (`registry=URL`, else `LOGWHEEL_SCHEMA_REGISTRY`) also the
 Confluent wire format, by the writer schema its id names, so another team's Confluent topic
-reads as dicts too. A value that is none of these raises `DecodeError` with its reason.
+reads as dicts too. A value that is none of these raises `DecodeError` with its reason. A
+registry away raises `RegistryUnavailable` (a `Retry`) and loses nothing: the records it
+interrupted are read again by the next `catch_up` or `follow`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from rich.progress import Progress
 
 from changelog.store import MemoryRows, RocksRows
+from framework.errors import Retry
 from framework.kafka.config import consumer_config
 from framework.kafka.reading import Ends, read_to_end, records
 from framework.kafka.schema_registry import registry_url
@@ -82,13 +85,20 @@ class ChangelogTable:
         return self
 
     def _apply(self, msgs: list) -> list[tuple[str, Any, Any]]:
-        changes, positions = [], {}
+        changes, positions, firsts = [], {}, {}
         for msg in msgs:
             key = msg.key().decode() if msg.key() is not None else ""
             changes.append((key, msg.value()))
             positions[msg.partition()] = msg.offset() + 1
+            firsts.setdefault(msg.partition(), msg.offset())
+        try:
+            applied = self._rows.apply(changes, positions) if changes else []
+        except Retry:  # the registry is away: these records are read again next time
+            for partition, offset in firsts.items():
+                self._consumer.seek(TopicPartition(self.topic, partition, offset))
+            raise
         self.read += len(changes)
-        return self._rows.apply(changes, positions) if changes else []
+        return applied
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self._rows.get(key)

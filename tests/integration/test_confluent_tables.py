@@ -28,7 +28,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from changelog import ChangelogTable
 from framework.jvm.process import any_free_port
-from framework.kafka.schema_registry import REGISTRY_ENV, RegistryError
+from framework.kafka.schema_registry import REGISTRY_ENV, RegistryError, RegistryUnavailable
 from framework.kafka.topics import create_topics as create_pipeline_topics
 from framework.serde.codecs import DecodeError
 from tests.conftest import create_topics, registry_server
@@ -289,3 +289,18 @@ def test_a_spark_snapshot_with_a_registry_gives_their_values(kafka, registry, cr
     finally:
         spark.stop()
     assert {r["key"]: json.loads(r["value"]) for r in rows} == latest
+
+
+@pytest.mark.parametrize("in_rocksdb", [False, True])
+def test_a_changelog_table_whose_registry_goes_away_loses_no_row(
+    kafka, tmp_path, create_topic, in_rocksdb
+):
+    with registry_server(tmp_path / "own-registry") as server:
+        topic, _, latest = _their_changelog(kafka, server.url(), create_topic)
+        path = tmp_path / "rows" if in_rocksdb else None
+        with ChangelogTable(topic, bootstrap=kafka, registry=server.url(), path=path) as table:
+            server.stop()  # the table has seen no schema id yet
+            with pytest.raises(RegistryUnavailable, match="does not answer"):
+                table.catch_up(progress=False)
+            server.start(say=lambda _: None)
+            assert dict(table.catch_up(progress=False).items()) == latest
