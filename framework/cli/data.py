@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from framework.broker.embedded import bootstrap_from
@@ -45,17 +44,17 @@ def register_schemas(commands: argparse._SubParsersAction) -> None:
 def schemas_check(args: argparse.Namespace) -> int:
     """Every version of every type against the one before it, both ways (Avro resolution),
     and against a registry's latest versions with --registry (kafka/registry_compat.py)."""
-    from framework.kafka.registry_settings import REGISTRY_ENV
+    from framework.kafka.registry_settings import at_url
     from framework.serde.codecs import load_schemas
     from framework.serde.compat import check
 
     schemas = load_schemas()
-    url = args.registry or os.environ.get(REGISTRY_ENV)
+    registry = at_url(args.registry)
     verdict = None
-    if url is not None:  # asked first: a registry that does not answer fails in one line
+    if registry is not None:  # asked first: a registry that does not answer fails in one line
         from framework.kafka.registry_compat import check_against_registry
 
-        verdict = check_against_registry(schemas, url)
+        verdict = check_against_registry(schemas, registry)
     problems = check(schemas)
     for problem in [*problems, *(verdict.problems if verdict else ())]:
         print(f"logwheel schemas check: {problem}", file=sys.stderr)
@@ -95,6 +94,12 @@ def register_changelog(commands: argparse._SubParsersAction) -> None:
         "--spark", action="store_true", help="dump through Spark (changelog.spark.read_snapshot)"
     )
     parser.add_argument("--master", default="local[*]", help="Spark master with --spark")
+    parser.add_argument(
+        "--registry",
+        metavar="URL",
+        help="Schema Registry of values in the Confluent wire format (else "
+        "LOGWHEEL_SCHEMA_REGISTRY)",
+    )
     add_bootstrap(parser)
     parser.set_defaults(func=changelog_command)
 
@@ -116,14 +121,19 @@ def changelog_command(args: argparse.Namespace) -> int:
         spark = session(args.master, "logwheel-changelog-dump")
         try:
             snapshot = read_snapshot(
-                spark, args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)
+                spark,
+                args.topic,
+                bootstrap=bootstrap,
+                kafka=kafka_settings(args.config),
+                registry=args.registry,
             )
             for row in snapshot.toLocalIterator():
                 print(json.dumps({"key": row["key"], "value": json.loads(row["value"])}))
         finally:
             spark.stop()
         return 0
-    with ChangelogTable(args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)) as t:
+    kafka = kafka_settings(args.config)
+    with ChangelogTable(args.topic, bootstrap=bootstrap, kafka=kafka, registry=args.registry) as t:
         t.catch_up(progress=sys.stderr.isatty())
         if args.action == "dump":
             for key, value in t.items():

@@ -51,10 +51,10 @@ class RegistryVerdict:
         return f"registry {self.url}: {len(self.checked)} subject(s) checked ({pairs}): {verdict}"
 
 
-def check_against_registry(schemas: Schemas, url: str) -> RegistryVerdict:
-    """Every type of `schemas` against the latest version of each subject of the registry at
-    `url` that holds it (`RegistryError` naming the URL if the registry does not answer)."""
-    registry = connect(RegistrySettings(url=url.rstrip("/")))
+def check_against_registry(schemas: Schemas, settings: RegistrySettings) -> RegistryVerdict:
+    """Every type of `schemas` against the latest version of each subject of the registry
+    `settings` name that holds it (`RegistryError` naming the URL if it does not answer)."""
+    registry = connect(settings)
     verdict = RegistryVerdict(registry.url)
     for subject in sorted(registry.subjects()):
         latest = registry.latest(subject)

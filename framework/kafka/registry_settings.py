@@ -141,6 +141,13 @@ def resolve(pipeline: Pipeline, settings: RegistrySettings | None) -> RegistrySe
     return RegistrySettings(url.rstrip("/"), settings.client, strategy)
 
 
+def at_url(url: str | None) -> RegistrySettings | None:
+    """The registry at `url`, else at `$LOGWHEEL_SCHEMA_REGISTRY`; None when neither names one.
+    For tools given a URL alone (`ChangelogTable`, `schemas check --registry`)."""
+    url = url or os.environ.get(REGISTRY_ENV)
+    return RegistrySettings(url.rstrip("/")) if url else None
+
+
 def redact(url: str | None) -> str | None:
     """`url` without the user info it may carry (`https://user:secret@host` -> `https://host`)."""
     if not url or "@" not in url:

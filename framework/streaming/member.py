@@ -82,7 +82,11 @@ class Member:
             ErrorPolicy(spec.group, spec.on_error),
             registry,
         )
-        self.tables = Tables(Consumer(dict(reader)), spec, state_dir) if spec.tables else None
+        self.tables = (
+            Tables(Consumer(dict(reader)), pipeline, spec, state_dir, registry)
+            if spec.tables
+            else None
+        )
         self.tasks = TaskManager(
             self.rt,
             self.consumer,

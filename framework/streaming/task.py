@@ -233,21 +233,24 @@ class KeyedTask(Task):
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
         output, record, process = self.output, inp.record, self.executor.process
-        for msg in msgs:
-            output.source = msg
-            try:
-                rec = record(msg)
-            except BadRecord as error:
-                self.rt.dead_letter(msg, error, error.stage)
-            except Retry:  # e.g. the registry away: the records before this one are handled
-                output.source = None
-                done = next(i for i, m in enumerate(msgs) if m is msg)
-                if done:
-                    inp.consumed_run(msgs[:done])
-                raise
-            else:
-                process(rec)
-        output.source = None
+        done = 0
+        try:
+            for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
+                output.source = msg
+                try:
+                    rec = record(msg)
+                except BadRecord as error:
+                    self.rt.dead_letter(msg, error, error.stage)
+                else:
+                    process(rec)
+        except Retry:
+            # e.g. the registry away, met decoding the record or in its hook (a table's row;
+            # the executor undid the hook): the records before it are handled, it is not
+            if done:
+                inp.consumed_run(msgs[:done])
+            raise
+        finally:
+            output.source = None
         inp.consumed_run(msgs)
 
     def tick(self) -> int:

@@ -31,6 +31,17 @@ class Collect(Computation):
         SEEN.append(record.value["v"])
 
 
+class NeedsTheRegistryInItsHook(Computation):
+    """Meets the registry in its hook, as a table row of a new schema id does."""
+
+    away: set[str] = set()
+
+    def process_record(self, ctx, record):
+        if record.value["v"] in self.away:
+            raise RegistryUnavailable(URL, f"the Schema Registry at {URL} does not answer")
+        SEEN.append(record.value["v"])
+
+
 class Clock:
     now = 100.0
 
@@ -38,13 +49,13 @@ class Clock:
         return self.now
 
 
-def _task(tmp_path, down: set[str]) -> KeyedTask:
+def _task(tmp_path, down: set[str], computation: type[Computation] = Collect) -> KeyedTask:
     """A keyed task of partition 0 of "in" and "other"; values named in `down` need the
     registry, which does not answer while `down` holds them."""
     pipeline = Pipeline("holds", partitions=1)
     pipeline.source("in", watermark=BoundedOutOfOrderness(ms=10))
     pipeline.source("other", watermark=BoundedOutOfOrderness(ms=10))
-    pipeline.computation("c", Collect, inputs={"in": None, "other": None})
+    pipeline.computation("c", computation, inputs={"in": None, "other": None})
     spec = pipeline["c"]
     rt = Runtime(pipeline, spec, FakeCollector(), {"in": 1, "other": 1}, ErrorPolicy("h", "skip"))
     task = KeyedTask(rt, 0, TaskStore(tmp_path / "task-0", decode_timer))
@@ -132,3 +143,17 @@ def test_a_route_rebuilt_after_an_aborted_commit_ends_the_hold(tmp_path):
     rebuilt = _task(tmp_path / "again", {"v2"}).inputs[0]  # the rewind's new task
     holds.step({("in", 0): (task, rebuilt)})
     assert ("in", 0) not in holds and not rebuilt.paused
+
+
+def test_a_hook_that_meets_the_registry_away_holds_at_its_record_after_the_ones_before(tmp_path):
+    SEEN.clear()
+    NeedsTheRegistryInItsHook.away = {"v2"}
+    task = _task(tmp_path, set(), NeedsTheRegistryInItsHook)
+    main = task.inputs[0]
+    consumer = FakeConsumer()
+    holds = Holds(task.rt.spec, consumer, Clock())
+    batch = [_msg("in", 5, "v1a"), _msg("in", 6, "v2"), _msg("in", 7, "v1b")]
+    runner._handle_runs(batch, {("in", 0): (task, main)}, holds)
+    # v1a is handled (its effects stay in the open transaction): read again, it would count twice
+    assert SEEN == ["v1a"] and main.position == 6
+    assert consumer.calls == [("seek", ("in", 0, 6))]
