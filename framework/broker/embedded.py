@@ -19,7 +19,6 @@ else this broker, started if needed (`bootstrap_from`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -27,7 +26,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -57,6 +56,7 @@ from framework.broker.security import (
 )
 from framework.jvm.jars import kafka_jars
 from framework.jvm.process import (
+    HomeLock,
     accepts,
     alive,
     any_free_port,
@@ -198,8 +198,7 @@ class Broker:
         self.pid_file = self.node.pid_file
         self.log_file = self.node.log_file
         self.down_file = self.home / "broker.down"  # when our stop or kill ended the broker
-        self._lock_depth = 0
-        self._lock_fd: int | None = None
+        self.lock = HomeLock(self.home)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -365,23 +364,6 @@ class Broker:
         if wait > 0:
             say(f"waiting {wait:.1f}s for the controller to fence the broker's last incarnation")
             time.sleep(wait)
-
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """An exclusive lock on this home (re-entrant within this object): two processes that
-        start the same broker at once must not spawn two JVMs."""
-        if self._lock_depth == 0:
-            self.home.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = os.open(self.home / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
-        self._lock_depth += 1
-        try:
-            yield
-        finally:
-            self._lock_depth -= 1
-            if self._lock_depth == 0 and self._lock_fd is not None:
-                os.close(self._lock_fd)  # closing releases the flock
-                self._lock_fd = None
 
     # -- the steps of a start -----------------------------------------------------------
 

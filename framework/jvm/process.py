@@ -8,6 +8,7 @@ the same, so it lives here, below both (they may not import each other).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -18,7 +19,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -171,3 +172,29 @@ def read_json(path: Path) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+class HomeLock:
+    """An exclusive lock on a server's home directory, re-entrant within its owner: two
+    processes that start the same broker or registry at once must not spawn two JVMs on one
+    home. `with lock():` holds it."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self._depth = 0
+        self._fd: int | None = None
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        if self._depth == 0:
+            self.home.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.home / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0 and self._fd is not None:
+                os.close(self._fd)  # closing releases the flock
+                self._fd = None

@@ -9,18 +9,17 @@ everything it owns under one directory: `data/` (the H2 database with the schema
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from framework.jvm.jars import registry_jar
 from framework.jvm.process import (
+    HomeLock,
     alive,
     any_free_port,
     cmdline,
@@ -72,8 +71,7 @@ class Registry:
         self.port_file = self.home / "port"
         self.pid_file = self.home / "registry.pid"
         self.log_file = self.home / "registry.log"
-        self._lock_depth = 0
-        self._lock_fd: int | None = None
+        self.lock = HomeLock(self.home)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -148,23 +146,6 @@ class Registry:
                 terminate(pid, timeout, "registry")
             self.pid_file.unlink(missing_ok=True)
             return pid
-
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """An exclusive lock on this home (re-entrant within this object): two processes that
-        start the same registry at once must not spawn two JVMs on one database."""
-        if self._lock_depth == 0:
-            self.home.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = os.open(self.home / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
-        self._lock_depth += 1
-        try:
-            yield
-        finally:
-            self._lock_depth -= 1
-            if self._lock_depth == 0 and self._lock_fd is not None:
-                os.close(self._lock_fd)  # closing releases the flock
-                self._lock_fd = None
 
     # -- the steps of a start -----------------------------------------------------------
 
