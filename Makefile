@@ -5,6 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 KAFKA_JARS := ops/jars/kafka
 SPARK_JARS := ops/jars/spark-kafka
+REGISTRY_JARS := ops/jars/registry
 PYTEST_ARGS ?=
 # Tests mostly wait on brokers and processes: three test files run side by side (pytest-xdist),
 # each test with its own topics, groups and state; PYTEST_WORKERS=0 runs them one at a time.
@@ -22,7 +23,7 @@ help:
 	@echo "make bench        the benchmarks"
 	@echo "make lint         ruff check, ruff format --check, the layering contracts (lint-imports)"
 	@echo "make venv         .venv with logwheel installed editable, with its test extras"
-	@echo "make jars         the Kafka broker's and Spark's Kafka connector's jars (Maven Central)"
+	@echo "make jars         the Kafka broker's, Spark's Kafka connector's and the Schema Registry's jars"
 	@echo "make broker       start the embedded broker;  make broker-stop  stops it"
 
 venv: $(VENV)/.stamp
@@ -32,7 +33,7 @@ $(VENV)/.stamp: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $@
 
-jars: $(KAFKA_JARS)/.stamp $(SPARK_JARS)/.stamp
+jars: $(KAFKA_JARS)/.stamp $(SPARK_JARS)/.stamp $(REGISTRY_JARS)/.stamp
 # framework/jvm/jars.py fetches them as an installed logwheel does (into its jar cache).
 $(KAFKA_JARS)/.stamp: framework/jvm/kafka/pom.xml $(VENV)/.stamp
 	rm -rf $(KAFKA_JARS)
@@ -42,6 +43,11 @@ $(KAFKA_JARS)/.stamp: framework/jvm/kafka/pom.xml $(VENV)/.stamp
 $(SPARK_JARS)/.stamp: framework/jvm/spark-kafka/pom.xml $(VENV)/.stamp
 	rm -rf $(SPARK_JARS)
 	$(PY) -m framework.cli jars spark --into $(SPARK_JARS)
+	touch $@
+# The Schema Registry (Apicurio) is one jar Maven builds: up to 2 minutes when ~/.m2 is empty.
+$(REGISTRY_JARS)/.stamp: framework/jvm/registry/pom.xml $(wildcard framework/jvm/registry/src/main/java/dev/logwheel/registry/*.java) $(VENV)/.stamp
+	rm -rf $(REGISTRY_JARS)
+	$(PY) -m framework.cli jars registry --into $(REGISTRY_JARS)
 	touch $@
 
 test: venv jars lint

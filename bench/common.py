@@ -39,6 +39,7 @@ from framework.broker.embedded import bootstrap_from  # noqa: E402
 from framework.core.pipeline import Pipeline  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
 from framework.kafka.topics import create_topics, pipeline_topics  # noqa: E402
+from framework.registry.embedded import Registry  # noqa: E402
 from tests.support import Job, import_job, unique_name, write_job  # noqa: E402
 
 RESULTS = BENCH / "results"
@@ -180,11 +181,14 @@ class Workspace:
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
         self.topics: list[str] = []
         self.groups: list[str] = []
+        self._registry: Registry | None = None
 
     def __enter__(self) -> Workspace:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._registry is not None:
+            self._registry.stop()
         if self.keep:
             print(f"kept {self.dir} (logs, state) and the run's topics")
             return
@@ -205,6 +209,13 @@ class Workspace:
         self.topics += [t.name for t in pipeline_topics(pipeline)]
         self.groups += [c.group for c in pipeline.computations.values()]
         return pipeline
+
+    def registry(self) -> str:
+        """The URL of a Schema Registry of this workspace's own, started at the first call."""
+        if self._registry is None:
+            self._registry = Registry(self.dir / "registry")
+            self._registry.start(say=lambda _: None)
+        return self._registry.url()
 
     def job(self, pipeline: Pipeline, *computations: str) -> Job:
         """`logwheel run` of a pipeline from `pipeline()` (the given computations, else all),

@@ -13,6 +13,9 @@ after the other on the same broker in the same run, each over its own copy of th
   `wordcount.WordCount`, write the changelog, commit;
 - `logwheel exactly_once +metrics`: the same with `--metrics-port`, its endpoint scraped once a
   second while it runs (issue 10: within 3% of exactly_once without);
+- `logwheel exactly_once wire`: the same pipeline against a Schema Registry (an embedded one,
+  started for the run), so `wordcount.WordCount` is written in the Confluent wire format instead
+  of single-object encoding (issue 22: CPU per record within 10% of exactly_once);
 - peers, with `--peers` or LOGWHEEL_BENCH_PEERS=1 (make bench sets it), each in a pinned
   virtualenv of its own (bench/peers.py): `quix exactly_once` / `quix at_least_once`,
   bench/peers/quix_count_words.py, the same count per word in Quix Streams' RocksDB state with
@@ -63,7 +66,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers  # noqa: E402
 from framework import Pipeline  # noqa: E402
-from framework.broker.host import any_free_port  # noqa: E402
+from framework.jvm.process import any_free_port  # noqa: E402
 from jobs.wordcount import CountWords  # noqa: E402
 from tests.support import Job  # noqa: E402
 
@@ -79,6 +82,7 @@ CONTENDERS = {
     "logwheel exactly_once": "exactly_once",
     "logwheel at_least_once": "at_least_once",
     "logwheel exactly_once +metrics": "exactly_once+metrics",
+    "logwheel exactly_once wire": "exactly_once+wire",
 }
 PEERS = {
     "quix exactly_once": ("quix", "exactly-once"),
@@ -96,10 +100,13 @@ DRAIN_S = 1.0  # after the last expected output, how long duplicates are looked 
 RUN_TIMEOUT_S = 600.0
 
 
-def count_words(name: str, words: str, counts: str, guarantee: str) -> Pipeline:
-    """The pipeline a logwheel contender runs: CountWords alone over a pre-filled topic."""
+def count_words(
+    name: str, words: str, counts: str, guarantee: str, registry: str | None = None
+) -> Pipeline:
+    """The pipeline a logwheel contender runs: CountWords alone over a pre-filled topic; with
+    a `registry`, its output in the Confluent wire format."""
     return (
-        Pipeline(name, partitions=PARTITIONS)
+        Pipeline(name, partitions=PARTITIONS, registry=registry)
         .source(words)
         .computation(
             "count-words",
@@ -200,13 +207,16 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
             "faust": [f"{name}-counts-changelog", f"{name}-__assignor-__leader"],
         }.get(peer, [f"changelog__{name}--{source}--default"])
         return ws.peer_job(peer, name, source, output, guarantee)
-    if kind not in ("bare", "exactly_once", "at_least_once", "exactly_once+metrics"):
+    if kind not in CONTENDERS.values():
         raise ValueError(f"unknown contender kind {kind!r}")
     if kind != "bare":
-        guarantee, _, metrics = kind.partition("+")
-        pipeline = ws.pipeline("bench.throughput:count_words", name, source, output, guarantee)
+        guarantee, _, extra = kind.partition("+")
+        registry = ws.registry() if extra == "wire" else None
+        pipeline = ws.pipeline(
+            "bench.throughput:count_words", name, source, output, guarantee, registry
+        )
         job = ws.job(pipeline, "count-words")
-        if metrics:
+        if extra == "metrics":
             job.args += ["--metrics-port", str(any_free_port())]
         return job
     ws.create_topics([source, output], PARTITIONS)
@@ -356,6 +366,21 @@ def metrics_overhead(rows: Sequence[dict], bound: float = 0.03) -> str:
     )
 
 
+def wire_overhead(rows: Sequence[dict], bound: float = 0.10) -> str:
+    """Issue 22's aim: CountWords writing the Confluent wire format within `bound` of the same
+    writing single-object encoding, by CPU per record."""
+    by = {r["contender"]: r["cpu_us_per_record"] for r in rows}
+    avro, wire = by.get("logwheel exactly_once"), by.get("logwheel exactly_once wire")
+    if not (avro and wire):
+        return "wire format overhead: not measured (needs both exactly_once contenders)"
+    cpu = wire / avro - 1
+    verdict = "met" if cpu <= bound else "NOT met"
+    return (
+        f"aim: wire format within {bound:.0%} of single-object encoding: {verdict} "
+        f"(CPU/record {cpu:+.1%}: {wire:.1f} vs {avro:.1f} us)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = common.Arguments("count-words throughput beside a bare loop", FULL, QUICK)
     parser.add_argument(
@@ -380,6 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in half_of_quix(rows):
         print(line)
     print(metrics_overhead(rows))
+    print(wire_overhead(rows))
     common.write_results(
         "throughput",
         args,

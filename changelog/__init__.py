@@ -5,6 +5,13 @@ is that key's whole state, a tombstone its deletion. `ChangelogTable` reads it (
 only what the owning job committed) into memory, or into RocksDB under `path` for tables that
 outgrow memory (a reopened table resumes where it stopped and reads only the tail), and
 follows it live.
+
+Values decode as they describe themselves: Avro single-object encoding by its fingerprint,
+else JSON; with a Schema Registry (`registry=URL`, else `LOGWHEEL_SCHEMA_REGISTRY`) also the
+Confluent wire format, by the writer schema its id names, so another team's Confluent topic
+reads as dicts too. A value that is none of these raises `DecodeError` with its reason. A
+registry away raises `RegistryUnavailable` (a `Retry`) and loses nothing: the records it
+interrupted are read again by the next `catch_up` or `follow`.
 """
 
 from __future__ import annotations
@@ -19,9 +26,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from rich.progress import Progress
 
 from changelog.store import MemoryRows, RocksRows
+from framework.errors import Retry
 from framework.kafka.config import consumer_config
 from framework.kafka.reading import Ends, read_to_end, records
-from framework.serde.codecs import default_schemas
+from framework.kafka.registry_settings import at_url
+from framework.kafka.serdes import any_decoder
 
 __all__ = ["ChangelogTable"]
 
@@ -36,9 +45,13 @@ class ChangelogTable:
         bootstrap: str,
         kafka: dict | None = None,
         path: str | Path | None = None,
+        registry: str | None = None,
     ) -> None:
+        """`registry`: the Schema Registry of wire-format values (else
+        `LOGWHEEL_SCHEMA_REGISTRY`; without one, only logwheel's own encodings and JSON);
+        one that does not answer is a `RegistryError` naming its URL."""
         self.topic = topic
-        decode = default_schemas().decode_any
+        decode = any_decoder(at_url(registry), topic)
         self._rows = MemoryRows(decode) if path is None else RocksRows(Path(path), decode)
         self._consumer = Consumer(consumer_config(bootstrap, extra=kafka))
         meta = self._consumer.list_topics(topic, timeout=30).topics[topic]
@@ -72,13 +85,20 @@ class ChangelogTable:
         return self
 
     def _apply(self, msgs: list) -> list[tuple[str, Any, Any]]:
-        changes, positions = [], {}
+        changes, positions, firsts = [], {}, {}
         for msg in msgs:
             key = msg.key().decode() if msg.key() is not None else ""
             changes.append((key, msg.value()))
             positions[msg.partition()] = msg.offset() + 1
+            firsts.setdefault(msg.partition(), msg.offset())
+        try:
+            applied = self._rows.apply(changes, positions) if changes else []
+        except Retry:  # the registry is away: these records are read again next time
+            for partition, offset in firsts.items():
+                self._consumer.seek(TopicPartition(self.topic, partition, offset))
+            raise
         self.read += len(changes)
-        return self._rows.apply(changes, positions) if changes else []
+        return applied
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self._rows.get(key)

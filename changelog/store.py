@@ -26,10 +26,11 @@ class MemoryRows:
         return self._rows.get(key)
 
     def apply(self, changes: list[tuple[str, bytes | None]], positions: dict[int, int]) -> list:
-        """Write (key, raw value or None) changes; returns (key, old, new) for each."""
+        """Write (key, raw value or None) changes; returns (key, old, new) for each. All or
+        nothing: every value is decoded before the first row changes."""
         out = []
-        for key, raw in changes:
-            new = None if raw is None else self._decode(raw)
+        decoded = [(key, None if raw is None else self._decode(raw)) for key, raw in changes]
+        for key, new in decoded:
             old = self._rows.pop(key, None) if new is None else self._rows.get(key)
             if new is not None:
                 self._rows[key] = new

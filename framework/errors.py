@@ -7,6 +7,9 @@ each kind names the reaction, so the code that catches it needs no case analysis
   that names the fix, and exits 1. Raised at start, never mid-run.
 - `Retry`: the cluster could not be reached, or was between leaders or coordinators (a broker
   down or restarting); wait and run the same step again.
+- `ServiceUnavailable`: a record cannot be read now because a service outside Kafka that it
+  needs (the Schema Registry) does not answer; its partition waits at that record, retried
+  with backoff, while the group membership and the other partitions go on.
 - `Rejoin`: this membership of the consumer group cannot go on (partitions lost, producer
   fenced, a commit that cannot be aborted); close the clients and join again.
 - `TaskCorrupted`: a task's local store contradicts the log (a checkpoint beyond the
@@ -30,6 +33,18 @@ class ConfigurationError(LogwheelError, ValueError):
 
 class Retry(LogwheelError):
     """A passing failure to reach the cluster: wait, then run the same step again."""
+
+
+class ServiceUnavailable(Retry):
+    """A record needs a service that does not answer now (the Schema Registry, for a schema id
+    not yet cached): not the record's fault, so never a dead letter; the runtime holds the
+    record's partition at it and reads it again with backoff (framework/streaming/holds.py).
+    `service` names the service (with its URL, never its credentials): one outage, one log
+    line."""
+
+    def __init__(self, service: str, reason: str) -> None:
+        super().__init__(reason)
+        self.service = service
 
 
 class Rejoin(LogwheelError):

@@ -111,6 +111,35 @@ def kafka() -> Iterator[str]:
             yield bootstrap
 
 
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Schema Registry (framework.registry's embedded one) of the test module's own, on a
+    free port under a temporary home; its URL. `registry_server` gives the server itself, for
+    tests that stop and start it."""
+    with registry_server(tmp_path_factory.mktemp("registry")) as server:
+        yield server.url()
+
+
+@contextmanager
+def registry_server(home: Path) -> Iterator:
+    """A started embedded registry under `home`, on a free port; stopped at the end."""
+    from framework.jvm.process import any_free_port
+    from framework.registry.embedded import Registry
+
+    saved = os.environ.get("LOGWHEEL_REGISTRY_PORT")
+    os.environ["LOGWHEEL_REGISTRY_PORT"] = str(any_free_port())
+    server = Registry(home)
+    try:
+        server.start(say=lambda _: None)
+        yield server
+    finally:
+        server.stop()
+        if saved is None:
+            os.environ.pop("LOGWHEEL_REGISTRY_PORT", None)
+        else:
+            os.environ["LOGWHEEL_REGISTRY_PORT"] = saved
+
+
 @pytest.fixture
 def unique() -> Callable[[str], str]:
     """`unique("orders")` -> a fresh name such as "orders-1f0c9a2b3d4e"."""
@@ -151,7 +180,7 @@ def _container() -> Iterator[str]:
 def _embedded(home: Path) -> Iterator[str]:
     """The shared embedded test broker, with a lease per session (a file named by its pid)."""
     from framework.broker.embedded import Broker
-    from framework.broker.host import alive
+    from framework.jvm.process import alive
 
     broker = Broker(home)
     leases, marker = broker.home / "leases", broker.home / "started-by-tests"

@@ -71,6 +71,8 @@ from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipe
 from framework.core.watermarks import Mark, encode_mark, task_producer
 from framework.kafka.config import client_config, consumer_config, producer_config
 from framework.kafka.groups import commit_metadata, refuse_live_members
+from framework.kafka.registry_settings import RegistrySettings, resolve
+from framework.kafka.serdes import check_registry
 from framework.kafka.topics import ensure_topics
 
 log = logging.getLogger(__name__)
@@ -116,6 +118,7 @@ def backfill(
     master: str = "local[*]",
     spark_conf: dict | None = None,
     kafka: dict | None = None,
+    registry: RegistrySettings | None = None,
     tasks: int | None = None,
     progress: bool = False,
 ) -> Summary:
@@ -130,6 +133,10 @@ def backfill(
         )
     if spark is None:
         spark_version()  # Spark is an extra: say so before anything else
+    # the executors get the registry resolved here (their environment may not name it); a
+    # registry that is down, or refuses an output's schema, fails here
+    registry = resolve(pipeline, registry)
+    check_registry(pipeline, spec, registry)
     kafka = dict(kafka or {})
     admin = AdminClient(client_config(bootstrap, kafka))
     refuse_live_members(admin, spec, then="backfill")
@@ -150,7 +157,7 @@ def backfill(
         else:
             plan = _make_plan(spark, pipeline, spec, bootstrap, kafka, start, until, tasks)
             write_plan(bootstrap, spec, plan, kafka)
-        results = _run(spark, pipeline, spec, plan, bootstrap, kafka, progress)
+        results = _run(spark, pipeline, spec, plan, bootstrap, kafka, registry, progress)
         _finish(spec, plan, results, bootstrap, kafka)
     finally:
         if own_session:
@@ -214,9 +221,9 @@ def _bounded(pipeline: Pipeline, spec: ComputationSpec) -> bool:
 
 
 def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,
-         kafka: dict, progress: bool) -> list[dict]:  # fmt: skip
+         kafka: dict, registry: RegistrySettings | None, progress: bool) -> list[dict]:  # fmt: skip
     """Run every task of the plan; returns their completion records."""
-    events = frames(spark, pipeline, spec, plan, bootstrap, kafka)
+    events = frames(spark, pipeline, spec, plan, bootstrap, kafka, registry)
     if events is None:
         return []
     settings = TaskSettings(
@@ -225,6 +232,7 @@ def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, boot
         plan_id=plan.id,
         bootstrap=bootstrap,
         kafka=kafka,
+        registry=registry,
         backfill_topic=backfill_topic(spec),
         start_watermark=plan.start_watermark,
         end_watermark=plan.end_watermark,

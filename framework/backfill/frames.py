@@ -17,6 +17,7 @@ from framework.backfill.session import kafka_source
 from framework.backfill.task import BAD, RECORD, STATE, TIMER, route
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.kafka.config import consumer_config, reader_group
+from framework.kafka.registry_settings import RegistrySettings
 
 
 def max_timestamps(
@@ -67,7 +68,7 @@ def journal_ranges(
 
 
 def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,
-            kafka: dict) -> Any:  # fmt: skip
+           kafka: dict, registry: RegistrySettings | None) -> Any:  # fmt: skip
     """Every row the tasks need, grouped by key into `plan.tasks` Spark partitions and sorted
     within each: committed state, pending timers, then input records in timestamp order."""
     from pyspark.sql import Window
@@ -148,7 +149,7 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
         @F.udf(routed_type)
         def routed(topic, partition, offset, key, value, ts, headers):
             hs = [(h.key, h.value) for h in headers or ()]
-            return route(pipeline, spec, topic, partition, offset, key, value, ts, hs)
+            return route(pipeline, registry, spec, topic, partition, offset, key, value, ts, hs)
 
         frame = rekeyed.select(
             "*", ts, stream_of[F.col("topic")].alias("stream"), F.lit(False).alias("keyed")

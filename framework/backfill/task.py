@@ -39,7 +39,8 @@ from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import Runtime, TaskOutput
 from framework.kafka.partitioning import key_partition
 from framework.kafka.records import decode_record as kafka_record
-from framework.serde.codecs import decoder_for
+from framework.kafka.registry_settings import RegistrySettings
+from framework.kafka.serdes import stream_decoder
 
 STATE, TIMER, RECORD, BAD = 0, 1, 2, 3
 """Kinds of rows a task receives, in the order it sorts them."""
@@ -59,7 +60,8 @@ TRANSACTION_TIMEOUT_MS = 600_000
 
 
 def route(
-    pipeline: Pipeline, spec: ComputationSpec, topic: str, partition: int, offset: int,
+    pipeline: Pipeline, registry: RegistrySettings | None, spec: ComputationSpec, topic: str,
+    partition: int, offset: int,
     key: bytes | None, value: bytes, timestamp: int, headers: Any,
 ) -> tuple[str | None, str | None, str | None, str | None]:  # fmt: skip
     """The key its input's extractor gives a record of stream `topic`, or (None, stage, error
@@ -71,8 +73,9 @@ def route(
     try:
         raw = None if value is None else bytes(value)
         record = decode_record(
-            pipeline, stream, key, raw, timestamp, headers, f"{topic}/{partition}/", offset
-        )
+            pipeline, registry, stream, key, raw, timestamp, headers, f"{topic}/{partition}/",
+            offset,
+        )  # fmt: skip
     except BadRecord as error:
         return None, "decode", type(error.cause).__name__, str(error)
     try:
@@ -85,14 +88,15 @@ _decoders: dict[tuple[str, str], Any] = {}  # (pipeline, stream): a worker runs 
 
 
 def decode_record(
-    pipeline: Pipeline, stream: str, key: bytes | None, value: bytes, timestamp: int,
-    headers: Any, id_prefix: str, offset: int,
+    pipeline: Pipeline, registry: RegistrySettings | None, stream: str, key: bytes | None,
+    value: bytes, timestamp: int, headers: Any, id_prefix: str, offset: int,
 ) -> Record:  # fmt: skip
     """The record as the streaming side decodes it (`kafka.records.decode_record`), with the
-    stream's decoder made once per worker."""
+    stream's decoder (`kafka.serdes`, by the stream's format: the wire format's writer schemas
+    cached per id) made once per worker process."""
     decode = _decoders.get((pipeline.name, stream))
     if decode is None:
-        decode = _decoders[(pipeline.name, stream)] = decoder_for(pipeline.schema_of(stream))
+        decode = _decoders[(pipeline.name, stream)] = stream_decoder(pipeline, stream, registry)
     return kafka_record(decode, stream, key, value, timestamp, headers, id_prefix, offset)
 
 
@@ -134,13 +138,15 @@ class Source:
 
 @dataclass(frozen=True)
 class TaskSettings:
-    """What every task of a plan needs; shipped to the workers with the task function."""
+    """What every task of a plan needs; shipped to the workers with the task function (with
+    the Schema Registry the driver resolved: the workers' environment may not name it)."""
 
     pipeline: Pipeline
     spec: ComputationSpec
     plan_id: str
     bootstrap: str
     kafka: dict
+    registry: RegistrySettings | None
     backfill_topic: str
     start_watermark: int
     end_watermark: int | None
@@ -197,7 +203,12 @@ class _TaskRun:
         self.fault = fault
         spec = settings.spec
         self.runtime = Runtime(
-            settings.pipeline, spec, collector, {}, ErrorPolicy(spec.group, spec.on_error)
+            settings.pipeline,
+            spec,
+            collector,
+            {},
+            ErrorPolicy(spec.group, spec.on_error),
+            settings.registry,
         )
         self.output = _CountingOutput(self.runtime, self)
         # the keys' committed state and timers as they stood when the plan was made
@@ -239,7 +250,7 @@ class _TaskRun:
             else:
                 try:
                     record = decode_record(
-                        s.pipeline, stream, kafka_key, value, ts, headers,
+                        s.pipeline, s.registry, stream, kafka_key, value, ts, headers,
                         f"{topic}/{partition}/", offset,
                     )  # fmt: skip
                 except BadRecord as error:

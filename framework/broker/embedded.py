@@ -19,33 +19,23 @@ else this broker, started if needed (`bootstrap_from`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from framework.broker.host import (
     BrokerError,
-    accepts,
-    alive,
-    any_free_port,
     cluster_id,
-    cmdline,
     find_java,
     metadata_answers,
-    port_free,
-    read_json,
-    read_number,
-    wait_exit,
     write_properties,
 )
 from framework.broker.readiness import coordinators_serve
@@ -65,6 +55,18 @@ from framework.broker.security import (
     last_line,
 )
 from framework.jvm.jars import kafka_jars
+from framework.jvm.process import (
+    HomeLock,
+    accepts,
+    alive,
+    any_free_port,
+    cmdline,
+    port_free,
+    read_json,
+    read_number,
+    terminate,
+    wait_exit,
+)
 
 DEFAULT_PORT = 9092
 DEFAULT_SECURE_PORT = 9094
@@ -122,8 +124,6 @@ SINGLE_NODE_SETTINGS = {
     "controlled.shutdown.enable": "false",
 }
 """Broker settings for a single node; docker-compose.yml and the test container use the same."""
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -198,8 +198,7 @@ class Broker:
         self.pid_file = self.node.pid_file
         self.log_file = self.node.log_file
         self.down_file = self.home / "broker.down"  # when our stop or kill ended the broker
-        self._lock_depth = 0
-        self._lock_fd: int | None = None
+        self.lock = HomeLock(self.home)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -327,12 +326,7 @@ class Broker:
     def _stop(self, role: Role, timeout: float) -> int | None:
         pid = self._running_pid(role, say=lambda _: None)
         if pid is not None:
-            os.kill(pid, signal.SIGTERM)
-            if not wait_exit(pid, timeout):
-                what = role.name
-                log.warning("%s pid %d ignored SIGTERM for %.0fs; killing it", what, pid, timeout)
-                os.kill(pid, signal.SIGKILL)
-                wait_exit(pid, 10)
+            terminate(pid, timeout, role.name)
             if role is self.node:
                 self._went_down()
         role.pid_file.unlink(missing_ok=True)
@@ -370,23 +364,6 @@ class Broker:
         if wait > 0:
             say(f"waiting {wait:.1f}s for the controller to fence the broker's last incarnation")
             time.sleep(wait)
-
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """An exclusive lock on this home (re-entrant within this object): two processes that
-        start the same broker at once must not spawn two JVMs."""
-        if self._lock_depth == 0:
-            self.home.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = os.open(self.home / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
-        self._lock_depth += 1
-        try:
-            yield
-        finally:
-            self._lock_depth -= 1
-            if self._lock_depth == 0 and self._lock_fd is not None:
-                os.close(self._lock_fd)  # closing releases the flock
-                self._lock_fd = None
 
     # -- the steps of a start -----------------------------------------------------------
 

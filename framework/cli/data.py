@@ -20,7 +20,18 @@ def register_schemas(commands: argparse._SubParsersAction) -> None:
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     check = actions.add_parser(
-        "check", help="fail when a version breaks backward or forward compatibility"
+        "check",
+        help="fail when a version breaks backward or forward compatibility",
+        description="Every version of every type against the one before it, both ways; with "
+        "--registry, every type also against the latest version of each registry subject "
+        "holding a record of the same full name, under the subject's compatibility level "
+        "(NONE or none set: both ways).",
+    )
+    check.add_argument(
+        "--registry",
+        metavar="URL",
+        help="also check against this Schema Registry's latest versions "
+        "(default: $LOGWHEEL_SCHEMA_REGISTRY, if set)",
     )
     check.set_defaults(func=schemas_check)
     dump = actions.add_parser(
@@ -31,19 +42,29 @@ def register_schemas(commands: argparse._SubParsersAction) -> None:
 
 
 def schemas_check(args: argparse.Namespace) -> int:
-    """Every version of every type against the one before it, both ways (Avro resolution)."""
+    """Every version of every type against the one before it, both ways (Avro resolution),
+    and against a registry's latest versions with --registry (kafka/registry_compat.py)."""
+    from framework.kafka.registry_settings import at_url
     from framework.serde.codecs import load_schemas
     from framework.serde.compat import check
 
     schemas = load_schemas()
+    registry = at_url(args.registry)
+    verdict = None
+    if registry is not None:  # asked first: a registry that does not answer fails in one line
+        from framework.kafka.registry_compat import check_against_registry
+
+        verdict = check_against_registry(schemas, registry)
     problems = check(schemas)
-    for problem in problems:
+    for problem in [*problems, *(verdict.problems if verdict else ())]:
         print(f"logwheel schemas check: {problem}", file=sys.stderr)
     versions = sum(len(v) for v in schemas.history.values()) + len(schemas)
-    verdict = f"{len(problems)} incompatible change(s)" if problems else "all compatible"
+    summary = f"{len(problems)} incompatible change(s)" if problems else "all compatible"
     where = ", ".join(str(d) for d in schemas.directories)
-    print(f"schemas: {len(schemas)} types, {versions} versions in {where}: {verdict}")
-    return 1 if problems else 0
+    print(f"schemas: {len(schemas)} types, {versions} versions in {where}: {summary}")
+    if verdict is not None:
+        print(verdict.line(len(schemas)))
+    return 1 if problems or (verdict and verdict.problems) else 0
 
 
 def schemas_dump(args: argparse.Namespace) -> int:
@@ -73,6 +94,12 @@ def register_changelog(commands: argparse._SubParsersAction) -> None:
         "--spark", action="store_true", help="dump through Spark (changelog.spark.read_snapshot)"
     )
     parser.add_argument("--master", default="local[*]", help="Spark master with --spark")
+    parser.add_argument(
+        "--registry",
+        metavar="URL",
+        help="Schema Registry of values in the Confluent wire format (else "
+        "LOGWHEEL_SCHEMA_REGISTRY)",
+    )
     add_bootstrap(parser)
     parser.set_defaults(func=changelog_command)
 
@@ -94,14 +121,19 @@ def changelog_command(args: argparse.Namespace) -> int:
         spark = session(args.master, "logwheel-changelog-dump")
         try:
             snapshot = read_snapshot(
-                spark, args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)
+                spark,
+                args.topic,
+                bootstrap=bootstrap,
+                kafka=kafka_settings(args.config),
+                registry=args.registry,
             )
             for row in snapshot.toLocalIterator():
                 print(json.dumps({"key": row["key"], "value": json.loads(row["value"])}))
         finally:
             spark.stop()
         return 0
-    with ChangelogTable(args.topic, bootstrap=bootstrap, kafka=kafka_settings(args.config)) as t:
+    kafka = kafka_settings(args.config)
+    with ChangelogTable(args.topic, bootstrap=bootstrap, kafka=kafka, registry=args.registry) as t:
         t.catch_up(progress=sys.stderr.isatty())
         if args.action == "dump":
             for key, value in t.items():

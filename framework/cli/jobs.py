@@ -256,7 +256,12 @@ def register_backfill(commands: argparse._SubParsersAction) -> None:
 def backfill_command(args: argparse.Namespace) -> int:
     from framework.backfill.driver import backfill
     from framework.core.logs import setup
-    from framework.streaming.launch import kafka_settings, load_pipeline, spark_settings
+    from framework.streaming.launch import (
+        kafka_settings,
+        load_pipeline,
+        registry_settings,
+        spark_settings,
+    )
 
     setup(None)
     logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines are about sockets
@@ -270,6 +275,7 @@ def backfill_command(args: argparse.Namespace) -> int:
         master=args.master,
         spark_conf=spark_settings(args.config),
         kafka=kafka_settings(args.config),
+        registry=registry_settings(args.config),
         tasks=args.tasks,
         progress=sys.stderr.isatty(),
     )

@@ -24,11 +24,13 @@ from framework.cli.jobs import (
     register_topics,
 )
 from framework.cli.jvm import register_jars
+from framework.cli.registry import register_registry
 from framework.errors import ConfigurationError, Fatal
 
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigurationError, Fatal)
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_broker,
+    register_registry,
     register_run,
     register_topics,
     register_status,

@@ -15,7 +15,7 @@ def add_bootstrap(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
         metavar="FILE.toml",
-        help="client settings from its [kafka] table ([spark] for backfill)",
+        help="client settings from its [kafka] table ([registry] for run, [spark] for backfill)",
     )
 
 

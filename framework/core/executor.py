@@ -19,7 +19,7 @@ from framework.core.keyed_state import KeyedState, StateBackend
 from framework.core.metrics import LATE_RECORDS
 from framework.core.pipeline import ComputationSpec
 from framework.core.timers import TimerService
-from framework.errors import BadRecord, LateRecord
+from framework.errors import BadRecord, LateRecord, Retry
 from framework.serde.codecs import decoder_for, encoder_for
 
 
@@ -35,7 +35,9 @@ class Executor:
     watermark with `advance_watermark`, calls `fire_due()` for processing-time timers, and
     publishes `output_watermark()`. A hook call that raises, or whose productions or state
     cannot be stored, is dead-lettered with its state and timer changes undone and its
-    productions dropped; processing goes on.
+    productions dropped; processing goes on. A `Retry` (something the hook needs is away, such
+    as the registry behind a table) undoes the call's effects and goes up to the driver, which
+    runs the record again later: it is not the record's fault.
     """
 
     def __init__(
@@ -105,6 +107,9 @@ class Executor:
         except LateRecord as error:
             ctx._abort()
             self._late(record, error)
+        except Retry:  # the record is fine, something it needs is away (a table's registry)
+            ctx._abort()
+            raise
         except BadRecord as error:
             ctx._abort()
             self.output.dead_letter(record, error, error.stage)
@@ -180,6 +185,9 @@ class Executor:
         try:
             self.computation.process_timer(ctx, timer)
             ctx._finish()
+        except Retry:
+            ctx._abort()
+            raise
         except Exception as error:
             ctx._abort()
             record = Record(

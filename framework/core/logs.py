@@ -78,6 +78,10 @@ def setup(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    # The registry client's HTTP library logs every request's URL at INFO: noise per schema
+    # lookup, and a URL may carry user info (a password) — its warnings are enough.
+    for name in ("httpx", "httpx2"):
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
     return chosen
 
 

@@ -67,6 +67,18 @@ UNDECODABLE = Counter(
     "Internal records (watermark marks, timer entries) that could not be decoded and were skipped.",
     ["topic"],
 )
+HELD_PARTITIONS = Gauge(
+    "logwheel_held_partitions",
+    "Input partitions held at a record that needs a service that does not answer (the Schema "
+    "Registry), read again with backoff.",
+    ["computation"],
+)
+HOLD_RETRIES = Counter(
+    "logwheel_hold_retries",
+    "Times a record could not be read because a service it needs (the Schema Registry) did "
+    "not answer, and its partition was held for a retry.",
+    ["computation"],
+)
 CONSUMER_LAG = Gauge(
     "logwheel_consumer_lag",
     "Offsets between this process's position and the end of an input partition, at the last "

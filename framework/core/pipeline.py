@@ -2,116 +2,55 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from framework.core.api import MIN_TIME, Computation, Record
+from framework.core.api import MIN_TIME, Computation
+from framework.core.streams import (
+    DEFAULT_PARTITIONS,
+    EMITS,
+    ERROR_POLICIES,
+    FORMATS,
+    GUARANTEES,
+    LATE_POLICIES,
+    NAME,
+    STREAM,
+    BoundedOutOfOrderness,
+    InjectorWatermark,
+    Input,
+    KeyExtractor,
+    PipelineError,
+    Source,
+    WatermarkPolicy,
+    check_format,
+    check_schema,
+    check_stream,
+    check_subject_strategy,
+    key_by,
+)
 from framework.core.windows import Aggregate, Hopping, Session, Window
 from framework.core.windows.operator import Windowed
-from framework.errors import ConfigurationError
 
-NAME = re.compile(r"^[a-z][a-z0-9-]*$")
-STREAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-GUARANTEES = ("exactly_once", "at_least_once")
-ERROR_POLICIES = ("dead_letter", "skip", "stop")
-LATE_POLICIES = ("drop", "dead_letter")
-EMITS = ("final", "update")
-DEFAULT_PARTITIONS = 4
-
-
-class PipelineError(ConfigurationError):
-    """A pipeline declaration that cannot run; the message says what to change."""
-
-
-KeyExtractor = Callable[[Record], str]
-
-
-class key_by:  # noqa: N801 - reads as a function at the call site, as in the contract
-    """Key extractor that takes `field` of the decoded value, as a string."""
-
-    def __init__(self, field: str) -> None:
-        self.field = field
-
-    def __call__(self, record: Record) -> str:
-        value = record.value
-        if not isinstance(value, Mapping) or self.field not in value:
-            raise KeyError(f"record has no field {self.field!r} to key by")
-        return str(value[self.field])
-
-    def __repr__(self) -> str:
-        return f"key_by({self.field!r})"
-
-
-@dataclass(frozen=True)
-class BoundedOutOfOrderness:
-    """Watermark of a stream written from outside: the highest timestamp seen on a partition,
-    less `ms`. A partition silent for `idle_ms` of wall time stops holding the watermark back.
-
-    `live=True` is for producers that stamp records with the current time: a partition silent
-    for `idle_ms` then has the watermark wall time less `ms`, so the last windows close without
-    new records. Without it a silent partition holds its watermark, so a replay of old data
-    that pauses never turns its records late."""
-
-    ms: int
-    idle_ms: int = 5_000
-    live: bool = False
-
-    def __post_init__(self) -> None:
-        if self.ms < 0 or self.idle_ms <= 0:
-            raise PipelineError(
-                "BoundedOutOfOrderness needs ms >= 0 and idle_ms > 0, e.g. "
-                "BoundedOutOfOrderness(ms=2000, idle_ms=5000)"
-            )
-
-
-@dataclass(frozen=True)
-class InjectorWatermark:
-    """Watermark of a stream written by a logwheel `Injector` named `injector`, run as
-    `processes` processes; it is the minimum of what every one of them published."""
-
-    injector: str
-    processes: int = 1
-
-    def __post_init__(self) -> None:
-        if not NAME.match(self.injector) or self.processes < 1:
-            raise PipelineError(
-                "InjectorWatermark needs a name like 'query-generator' and processes >= 1"
-            )
-
-
-WatermarkPolicy = BoundedOutOfOrderness | InjectorWatermark
-
-
-@dataclass(frozen=True)
-class Source:
-    stream: str
-    schema: str | None
-    watermark: WatermarkPolicy | None
-
-
-@dataclass(frozen=True)
-class Input:
-    """One input stream of a computation; `key` None keeps the Kafka key."""
-
-    stream: str
-    key: KeyExtractor | None
-
-    def route(self, record: Record) -> str:
-        """The key `record` is processed under: the extractor's result, else its Kafka key.
-
-        The one rule for every runtime (Kafka, Harness, Spark): an extractor must return a
-        str; anything else (None, an int) raises TypeError, so the record is dead-lettered
-        at stage "key" instead of being processed under an accidental key such as "None"."""
-        if self.key is None:
-            return record.key
-        routed = self.key(record)
-        if type(routed) is not str:
-            raise TypeError(
-                f"key extractor {self.key!r} of input {self.stream!r} returned "
-                f"{type(routed).__name__}, not str: return a str key, or use key_by(field)"
-            )
-        return routed
+__all__ = [
+    "DEFAULT_PARTITIONS",
+    "EMITS",
+    "ERROR_POLICIES",
+    "FORMATS",
+    "GUARANTEES",
+    "LATE_POLICIES",
+    "NAME",
+    "STREAM",
+    "BoundedOutOfOrderness",
+    "ComputationSpec",
+    "InjectorWatermark",
+    "Input",
+    "KeyExtractor",
+    "Pipeline",
+    "PipelineError",
+    "Source",
+    "WatermarkPolicy",
+    "key_by",
+]
 
 
 @dataclass(frozen=True)
@@ -127,6 +66,7 @@ class ComputationSpec:
     on_error: str = "dead_letter"
     tables: Mapping[str, str] = field(default_factory=dict)  # name -> compacted topic
     on_late: str = "drop"
+    formats: Mapping[str, str] = field(default_factory=dict)  # output stream -> format
     hold_ms: int = 0
     """How far below min(input watermark, earliest pending event-time timer) the output
     watermark stays: a window's result, produced by its timer at `end + grace`, carries the
@@ -184,8 +124,17 @@ class Pipeline:
 
     name: str
     partitions: int = DEFAULT_PARTITIONS
+    registry: str | None = None
+    """A Schema Registry's URL: every stream with a schema is then in the Confluent wire
+    format unless declared format="avro" (the runtime falls back to `[registry] url` in
+    --config, then LOGWHEEL_SCHEMA_REGISTRY)."""
     sources: dict[str, Source] = field(default_factory=dict)
     computations: dict[str, ComputationSpec] = field(default_factory=dict)
+    subject_strategy: str | None = None
+    """Under which subject writers register their schemas in the registry: "topic"
+    (`<topic>-value`, the default), "record" (the record's full name) or "topic_record"
+    (`<topic>-<record full name>`): Confluent's TopicNameStrategy, RecordNameStrategy and
+    TopicRecordNameStrategy. None: `[registry] subject_name_strategy`, else "topic"."""
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -194,20 +143,24 @@ class Pipeline:
             )
         if self.partitions < 1:
             raise PipelineError(f"pipeline {self.name!r}: partitions must be >= 1")
+        check_subject_strategy(f"pipeline {self.name!r}", self.subject_strategy)
 
     def source(
         self,
         stream: str,
         schema: str | None = None,
         watermark: WatermarkPolicy | None = None,
+        format: str | None = None,  # noqa: A002 - the contract's keyword
     ) -> Pipeline:
-        """Declare a stream written from outside the pipeline."""
-        _check_stream(stream)
+        """Declare a stream written from outside the pipeline. `format="confluent"` reads it
+        in the Confluent wire format (resolved to `schema`, or as written without one)."""
+        check_stream(stream)
         if stream in self.sources:
             raise PipelineError(f"source {stream!r} is declared twice")
         if schema is not None:
-            _check_schema(schema)
-        self.sources[stream] = Source(stream, schema, watermark)
+            check_schema(schema)
+        check_format(f"source {stream!r}", format)
+        self.sources[stream] = Source(stream, schema, watermark, format)
         return self
 
     def computation(
@@ -222,6 +175,7 @@ class Pipeline:
         state_schema: str | None = None,
         on_error: str = "dead_letter",
         tables: Mapping[str, str] | None = None,
+        formats: Mapping[str, str] | None = None,
     ) -> Pipeline:
         """Declare a computation reading `inputs` (stream -> key extractor or None).
 
@@ -229,7 +183,8 @@ class Pipeline:
         `state_schema`, else the class's `state_schema` attribute. `on_error` says what a bad
         record becomes: "dead_letter" (its dead-letter topic), "skip" (counted) or "stop".
         `tables` names compacted topics (name -> topic, e.g. another computation's changelog)
-        the hooks read with `ctx.table(name)`, co-partitioned with the key space."""
+        the hooks read with `ctx.table(name)`, co-partitioned with the key space. `formats`
+        says how outputs with a schema are written (stream -> "confluent" or "avro")."""
         if not NAME.match(name):
             raise PipelineError(f"computation name {name!r} must match [a-z][a-z0-9-]*")
         if name in self.computations:
@@ -247,7 +202,7 @@ class Pipeline:
         outputs = dict(outputs or {})
         tables = dict(tables or {})
         for stream in [*inputs, *outputs, *tables.values()]:
-            _check_stream(stream)
+            check_stream(stream)
         for table in tables:
             if not NAME.match(table):
                 raise PipelineError(
@@ -255,7 +210,20 @@ class Pipeline:
                 )
         for schema in [*outputs.values(), state_schema]:
             if schema is not None:
-                _check_schema(schema)
+                check_schema(schema)
+        formats = dict(formats or {})
+        for stream, fmt in formats.items():
+            if stream not in outputs:
+                raise PipelineError(
+                    f"computation {name!r}: formats names {stream!r}, which is not one of its "
+                    f"outputs {sorted(outputs)}"
+                )
+            check_format(f"computation {name!r}: output {stream!r}", fmt)
+            if outputs[stream] is None:
+                raise PipelineError(
+                    f"computation {name!r}: output {stream!r} is format={fmt!r} but has no "
+                    "schema: give it one (outputs={stream: 'full.Name'})"
+                )
         for stream, extractor in inputs.items():
             if extractor is not None and not callable(extractor):
                 raise PipelineError(
@@ -273,6 +241,7 @@ class Pipeline:
             state_schema=state_schema or getattr(computation, "state_schema", None),
             on_error=on_error,
             tables=tables,
+            formats=formats,
         )
         return self
 
@@ -285,6 +254,7 @@ class Pipeline:
         aggregate: Aggregate,
         output: str,
         output_schema: str | None = None,
+        output_format: str | None = None,
         emit: str = "final",
         guarantee: str = "exactly_once",
         on_late: str = "drop",
@@ -325,6 +295,7 @@ class Pipeline:
             guarantee=guarantee,
             partitions=partitions,
             on_error=on_error,
+            formats={output: output_format} if output_format else None,
         )
         self.computations[name] = replace(
             self.computations[name], on_late=on_late, hold_ms=window.grace_ms
@@ -345,6 +316,26 @@ class Pipeline:
             if writer.outputs[stream] is not None:
                 return writer.outputs[stream]
         return None
+
+    def declared_format(self, stream: str) -> str | None:
+        """The format a stream is declared with, if any (its source's, else a writer's)."""
+        if stream in self.sources:
+            return self.sources[stream].format
+        for writer in self.writers(stream):
+            if stream in writer.formats:
+                return writer.formats[stream]
+        return None
+
+    def format_of(self, stream: str, registry: str | None) -> str:
+        """How a stream's values are encoded: "json", "avro" or "confluent". `registry` is
+        the registry the pipeline runs against (its own, else the environment's): with one,
+        a stream with a schema and no declared format is in the wire format."""
+        declared = self.declared_format(stream)
+        if declared is not None:
+            return declared
+        if self.schema_of(stream) is None:
+            return "json"
+        return "confluent" if registry else "avro"
 
     def streams(self) -> list[str]:
         names: dict[str, None] = dict.fromkeys(self.sources)
@@ -371,6 +362,14 @@ class Pipeline:
                     f"stream {stream!r} is declared with different schemas "
                     f"{sorted(map(str, schemas))}: give every writer the same one"
                 )
+            formats = {w.formats.get(stream) for w in self.writers(stream)}
+            if stream in self.sources:
+                formats.add(self.sources[stream].format)
+            if len(formats) > 1:
+                raise PipelineError(
+                    f"stream {stream!r} is declared with different formats "
+                    f"{sorted(map(str, formats))}: give every writer the same one"
+                )
 
     def __getitem__(self, name: str) -> ComputationSpec:
         try:
@@ -380,16 +379,3 @@ class Pipeline:
                 f"pipeline {self.name!r} has no computation {name!r}; "
                 f"it has {sorted(self.computations)}"
             ) from None
-
-
-def _check_stream(stream: str) -> None:
-    if not STREAM.match(stream):
-        raise PipelineError(f"stream name {stream!r} is not a valid Kafka topic name")
-
-
-def _check_schema(schema: str) -> None:
-    if not isinstance(schema, str) or "." not in schema:
-        raise PipelineError(
-            f"schema {schema!r} must be a full Avro name like 'zeitgeist.SearchQuery' "
-            "with a file schemas/<name>.avsc"
-        )

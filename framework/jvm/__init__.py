@@ -1,6 +1,7 @@
-"""logwheel's JVM parts: the Kafka broker's jars and Spark's Kafka connector, described by the
-Maven poms shipped here, found or fetched on first use (`jars.py`), and the broker's log4j2
-settings.
+"""logwheel's JVM parts: the Kafka broker's jars, Spark's Kafka connector and the Schema
+Registry's jar, described by the Maven poms shipped here, found, fetched or built on first use
+(`jars.py`); what running them locally asks of the machine (`process.py`: Java, processes,
+ports); and the broker's log4j2 settings.
 
 May import: the standard library, rich, `framework.errors`.
 """

@@ -2,11 +2,16 @@
 checkout to run `make jars` in.
 
 A part's jars are looked up in order: the directory its environment variable names
-(`LOGWHEEL_KAFKA_JARS`, `LOGWHEEL_SPARK_JARS`), the checkout's `ops/jars/<part>` (filled by
-`make jars`), then the user cache `$LOGWHEEL_HOME/jars/<part>-<version>` (LOGWHEEL_HOME
-defaults to ~/.cache/logwheel), which the first use fills from Maven Central through Maven
-and the pom shipped in this package: into a temporary directory renamed when complete, under a
-lock, so an interrupted or concurrent fetch never leaves half a directory behind.
+(`LOGWHEEL_KAFKA_JARS`, `LOGWHEEL_SPARK_JARS`, `LOGWHEEL_REGISTRY_JARS`), the checkout's
+`ops/jars/<part>` (filled by `make jars`), then the user cache
+`$LOGWHEEL_HOME/jars/<part>-<version>` (LOGWHEEL_HOME defaults to ~/.cache/logwheel), which the
+first use fills from Maven Central through Maven and the pom shipped in this package: into a
+temporary directory renamed when complete, under a lock, so an interrupted or concurrent fetch
+never leaves half a directory behind.
+
+Most parts are a classpath, copied as Maven resolves it; the Schema Registry is one runnable
+jar that Maven builds (`mvn package`, about two minutes the first time, seconds once
+~/.m2 holds its dependencies).
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from rich.console import Console
@@ -41,10 +48,20 @@ class Part:
     env: str
     marker: str
     needed_by: str
+    built: bool = False
+    """The pom builds one runnable jar (`mvn package`, its `*-runner.jar`) instead of naming a
+    classpath to copy."""
 
 
 KAFKA = Part("kafka", "LOGWHEEL_KAFKA_JARS", "kafka_2.13-*.jar", "logwheel broker start")
 SPARK = Part("spark-kafka", "LOGWHEEL_SPARK_JARS", "spark-sql-kafka-*.jar", "logwheel backfill")
+REGISTRY = Part(
+    "registry",
+    "LOGWHEEL_REGISTRY_JARS",
+    "apicurio-registry-*-runner.jar",
+    "logwheel registry start",
+    built=True,
+)
 
 
 def home() -> Path:
@@ -81,7 +98,8 @@ def locate(part: Part, version: str, properties: dict[str, str] | None = None) -
 
 
 def fetch(part: Part, into: Path, properties: dict[str, str]) -> Path:
-    """Copy the runtime classpath of `part`'s pom into `into` with Maven (one at a time)."""
+    """Copy the runtime classpath of `part`'s pom into `into` with Maven, or for a built part
+    build its jar there (one process at a time: the others wait and find it done)."""
     into = into.resolve()
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -107,19 +125,33 @@ def fetch(part: Part, into: Path, properties: dict[str, str]) -> Path:
 
 
 def _maven(mvn: str, part: Part, out: Path, properties: dict[str, str], into: Path) -> None:
+    """Run Maven on `part`'s pom in `out`'s parent (a fresh temporary directory), leaving the
+    jars in `out`; its output goes to a log kept beside the cache when it fails."""
     source = resources.files("framework.jvm")
     work = out.parent
     pom, settings, log = work / "pom.xml", work / "settings.xml", work / "mvn.log"
-    pom.write_text((source / part.name / "pom.xml").read_text())
+    _copy(source / part.name, work)  # the pom, and the sources a built part compiles
     # every repository a pom names goes to Maven Central, the one registry logwheel uses
     settings.write_text((source / "settings.xml").read_text())
     command = [mvn, "-q", "-B", "-s", str(settings), "-f", str(pom)]
-    command += [f"{PLUGIN}:copy-dependencies", "-DincludeScope=runtime"]
-    command += [f"-DoutputDirectory={out}", *(f"-D{k}={v}" for k, v in properties.items())]
+    if part.built:
+        command += ["package", "-DskipTests"]
+        doing = "building its jar with Maven (up to 2 minutes if ~/.m2 lacks its parts)"
+    else:
+        command += [f"{PLUGIN}:copy-dependencies", "-DincludeScope=runtime"]
+        command += [f"-DoutputDirectory={out}"]
+        doing = "fetching its jars from Maven Central"
+    command += [f"-D{k}={v}" for k, v in properties.items()]
     console = Console(stderr=True)
-    status = console.status(f"fetching {part.name}'s jars from Maven Central into {into} ...")
-    with status, log.open("w") as output:
-        done = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT)
+    if part.built:  # minutes, not seconds: said even where no spinner shows
+        console.print(f"{part.name}: {doing} into {into} ...", soft_wrap=True)
+    began = time.monotonic()
+    with console.status(f"{part.name}: {doing} into {into} ..."), log.open("w") as output:
+        done = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT, cwd=work)
+    if done.returncode == 0 and part.built and not _take_built(part, work / "target", out):
+        with log.open("a") as output:
+            output.write(f"\nlogwheel: Maven succeeded but built no {part.marker}\n")
+        done.returncode = 1
     if done.returncode != 0:
         text = log.read_text(errors="replace")
         kept = into.parent / f"{part.name}-mvn.log"
@@ -129,8 +161,35 @@ def _maven(mvn: str, part: Part, out: Path, properties: dict[str, str], into: Pa
                 f"cannot download {part.name}'s jars from Maven Central (details: {kept}): "
                 f"check the network or the proxy in ~/.m2/settings.xml, or set {part.env}"
             )
-        raise ConfigurationError(f"Maven failed fetching {part.name}'s jars (details: {kept})")
-    console.print(f"{part.name}: {len(list(out.glob('*.jar')))} jars fetched into {into}")
+        verb = "building" if part.built else "fetching"
+        raise ConfigurationError(f"Maven failed {verb} {part.name}'s jars (details: {kept})")
+    seconds = time.monotonic() - began
+    jars = sorted(out.glob("*.jar"))
+    if part.built:
+        size = sum(jar.stat().st_size for jar in jars) / 1e6
+        what = f"built {jars[0].name} ({size:.0f} MB) in {seconds:.0f}s"
+    else:
+        what = f"{len(jars)} jars fetched"
+    console.print(f"{part.name}: {what} into {into}", soft_wrap=True)
+
+
+def _copy(source: Traversable, into: Path) -> None:
+    for entry in source.iterdir():
+        if entry.is_dir():
+            (into / entry.name).mkdir()
+            _copy(entry, into / entry.name)
+        else:
+            (into / entry.name).write_bytes(entry.read_bytes())
+
+
+def _take_built(part: Part, target: Path, out: Path) -> bool:
+    """Move the jar Maven built (`part.marker` in `target`) into `out`; whether there was one."""
+    built = sorted(target.glob(part.marker))
+    if built:
+        out.mkdir(parents=True, exist_ok=True)
+        for jar in built:
+            jar.rename(out / jar.name)
+    return bool(built)
 
 
 def kafka_jars() -> Path:
@@ -143,3 +202,9 @@ def spark_jars(spark_version: str) -> list[Path]:
     dependencies pyspark lacks."""
     directory = locate(SPARK, spark_version, {"spark.version": spark_version})
     return sorted(directory.glob("*.jar"))
+
+
+def registry_jar() -> Path:
+    """The Schema Registry's runnable jar (Apicurio Registry), built once if need be."""
+    directory = locate(REGISTRY, pom_version(REGISTRY, "apicurio.version"))
+    return sorted(directory.glob(REGISTRY.marker))[-1]

@@ -15,7 +15,9 @@ from framework.core.dead_letters import ErrorPolicy
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.errors import BadRecord
 from framework.kafka.collector import ID_HEADER, Collector, Outgoing
-from framework.serde.codecs import encode_json, encoder_for
+from framework.kafka.registry_settings import RegistrySettings
+from framework.kafka.serdes import stream_encoder
+from framework.serde.codecs import encode_json
 
 
 @dataclass
@@ -27,6 +29,7 @@ class Runtime:
     collector: Collector
     partitions: dict[str, int]  # topic -> partition count, from the broker
     policy: ErrorPolicy
+    registry: RegistrySettings | None = None  # the [registry] table of --config, if any
 
     def dead_letter(
         self,
@@ -47,7 +50,9 @@ class TaskOutput:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.collector = runtime.collector
-        self.encoders = {s: encoder_for(schema) for s, schema in runtime.spec.outputs.items()}
+        self.encoders = {
+            s: stream_encoder(runtime.pipeline, s, runtime.registry) for s in runtime.spec.outputs
+        }
         self.source: Message | None = None  # the input record being processed, if any
 
     def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Outgoing:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from framework.core.api import Record, make_record
-from framework.errors import BadRecord
+from framework.errors import BadRecord, Retry
 from framework.kafka.collector import ID_HEADER
 
 Headers = Iterable[tuple[str, bytes | bytearray | None]] | None
@@ -26,7 +26,8 @@ def decode_record(
     """The record of `stream` a Kafka record carries: its key (UTF-8, "" when absent), its
         value decoded, its id (the `logwheel.id` header, else `id_prefix` + offset, the prefix being
     "topic/partition/");
-        BadRecord at stage "decode" when any of them cannot be read."""
+        BadRecord at stage "decode" when any of them cannot be read (a `Retry`, such as a
+    schema registry that does not answer, passes through: the record is not bad)."""
     try:
         decoded = decode(value)
         rid = None
@@ -37,5 +38,7 @@ def decode_record(
         key_text = key.decode() if key else ""
         rid = rid or f"{id_prefix}{offset}"
         return make_record(key_text, decoded, timestamp, stream, rid)
+    except Retry:  # e.g. the schema registry away: not the record's fault, read it again later
+        raise
     except Exception as error:
         raise BadRecord("decode", str(error), error) from error

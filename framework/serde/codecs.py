@@ -138,11 +138,19 @@ class Schemas(Mapping[str, Any]):
                 "':'-separated)"
             ) from None
 
+    def __contains__(self, name: object) -> bool:  # Mapping's would raise SchemaError
+        return name in self._parsed
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._parsed)
 
     def __len__(self) -> int:
         return len(self._parsed)
+
+    @property
+    def named(self) -> Mapping[str, Any]:
+        """fastavro's named types of every loaded schema, by full name."""
+        return self._named
 
     def name_of(self, fp: bytes) -> str | None:
         """The full name of the loaded schema with this 8-byte fingerprint, if any."""
@@ -185,32 +193,7 @@ class Schemas(Mapping[str, Any]):
         return decode_json(data)
 
     def _make_encoder(self, name: str) -> Encoder:
-        schema = self[name]
-        header = self.header(name)
-        if _write_data is not None:
-            named: dict[str, Any] = {}
-            schema = parse_schema(schema, named_schemas=named)
-
-            def encode_compiled(value: Any) -> bytes:
-                out = bytearray(header)
-                try:
-                    _write_data(out, value, schema, named, "", _WRITE_OPTIONS)
-                except Exception as exc:
-                    raise EncodeError(_misfit(name, schema, value, exc)) from exc
-                return bytes(out)
-
-            return encode_compiled
-
-        def encode(value: Any) -> bytes:
-            out = BytesIO()
-            out.write(header)
-            try:
-                schemaless_writer(out, schema, value, strict_allow_default=True)
-            except Exception as exc:  # fastavro raises TypeError, ValueError, OverflowError, ...
-                raise EncodeError(_misfit(name, schema, value, exc)) from exc
-            return out.getvalue()
-
-        return encode
+        return avro_encoder(name, self[name], self.header(name))
 
     def _make_decoder(self, name: str) -> Decoder:
         reader = self[name]
@@ -256,6 +239,38 @@ class Schemas(Mapping[str, Any]):
             return value
 
         return decode
+
+
+def avro_encoder(name: str, schema: Any, header: bytes) -> Encoder:
+    """Encoder of values of the parsed schema `name`: `header` then the Avro binary body.
+
+    Single-object encoding and the Confluent wire format differ only in their header. The
+    compiled fastavro writer is called directly when there is one: `schemaless_writer`
+    would check the schema on every call."""
+    if _write_data is not None:
+        named: dict[str, Any] = {}
+        parsed = parse_schema(schema, named_schemas=named)
+
+        def encode_compiled(value: Any) -> bytes:
+            out = bytearray(header)
+            try:
+                _write_data(out, value, parsed, named, "", _WRITE_OPTIONS)
+            except Exception as exc:
+                raise EncodeError(_misfit(name, parsed, value, exc)) from exc
+            return bytes(out)
+
+        return encode_compiled
+
+    def encode(value: Any) -> bytes:
+        out = BytesIO()
+        out.write(header)
+        try:
+            schemaless_writer(out, schema, value, strict_allow_default=True)
+        except Exception as exc:  # fastavro raises TypeError, ValueError, OverflowError, ...
+            raise EncodeError(_misfit(name, schema, value, exc)) from exc
+        return out.getvalue()
+
+    return encode
 
 
 def load_schemas(*directories: str | os.PathLike[str]) -> Schemas:

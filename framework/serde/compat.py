@@ -4,11 +4,14 @@ what a writer on the other wrote.
 
 The versions of a type are `history/<full.name>.v<N>.avsc` beside it on the schema search
 path (serde/schemas.py), oldest first, then the current `<full.name>.avsc`. Each broken rule is
-one line naming the type, the field and the rule.
+one line naming the type, the field and the rule. `against` checks a type the same way against
+someone else's version of it (a registry's latest, framework/kafka/registry_compat.py), in the
+directions a compatibility level asks for.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from framework.serde.codecs import Schemas
@@ -25,15 +28,63 @@ PROMOTIONS = {
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 
 
+LEVELS = {
+    "BACKWARD": ("backward",),
+    "BACKWARD_TRANSITIVE": ("backward",),
+    "FORWARD": ("forward",),
+    "FORWARD_TRANSITIVE": ("forward",),
+    "FULL": ("backward", "forward"),
+    "FULL_TRANSITIVE": ("backward", "forward"),
+}
+"""A Schema Registry's compatibility levels as the directions to check a new version against
+the latest in ("backward": the new version reads the latest's values; "forward": readers on
+the latest read the new one's). NONE, or no level, is logwheel's own rule: both ways."""
+
+
+def directions(level: str | None) -> tuple[str, ...]:
+    """The directions a registry's compatibility level asks for (`LEVELS`)."""
+    return LEVELS.get((level or "").upper(), ("backward", "forward"))
+
+
 def check(schemas: Schemas) -> list[str]:
     """Every broken rule between consecutive versions of every type, one line each."""
     problems = []
     for name, older in sorted(schemas.history.items()):
         versions = [*older, (older[-1][0] + 1, schemas[name])]
         for (a, old), (b, new) in zip(versions, versions[1:], strict=False):
-            pair = f"{name} v{a} -> v{b}"
-            problems += [f"{pair}: {p} (backward: v{b} readers)" for p in _resolve(new, old, name)]
-            problems += [f"{pair}: {p} (forward: v{a} readers)" for p in _resolve(old, new, name)]
+            ways = ("backward", "forward")
+            problems += _broken(
+                f"{name} v{a} -> v{b}", name, new, old, ways, f"v{b} readers", f"v{a} readers"
+            )
+    return problems
+
+
+def against(name: str, mine: Any, theirs: Any, label: str, ways: Collection[str]) -> list[str]:
+    """Every broken rule between this project's version of type `name` (`mine`) and
+    another's (`theirs`, self-contained Avro JSON, e.g. a registry's latest version), in
+    `ways` (`directions`); each line starts with `label`."""
+    return _broken(
+        label, name, mine, theirs, ways, "readers on the project's version", "readers on the latest"
+    )
+
+
+def full_name(schema: Any) -> str | None:
+    """The full name of a record schema (Avro JSON), None for any other schema."""
+    if not isinstance(schema, dict) or schema.get("type") not in ("record", "error"):
+        return None
+    name, namespace = schema.get("name", ""), schema.get("namespace")
+    return name if "." in name or not namespace else f"{namespace}.{name}"
+
+
+def _broken(label: str, name: str, new: Any, old: Any, ways: Collection[str], new_readers: str,
+            old_readers: str) -> list[str]:  # fmt: skip
+    problems = []
+    if "backward" in ways:
+        problems += [f"{label}: {p} (backward: {new_readers})"
+                     for p in _resolve(new, old, name)]  # fmt: skip
+    if "forward" in ways:
+        problems += [f"{label}: {p} (forward: {old_readers})"
+                     for p in _resolve(old, new, name)]  # fmt: skip
     return problems
 
 

@@ -7,8 +7,13 @@ its own checkpoint (a restart reads only the tail). A task does not process its 
 before its replicas are read to their end (bootstrapping), and before each batch of records
 its replicas read at least to the end offsets the broker reports then: a record is joined with
 the table as of its processing, and never with a table older than what was committed before
-the record was read. Tombstones delete. Values decode by their own fingerprint (Avro) or as
-JSON, so any team's changelog reads without configuration.
+the record was read. Tombstones delete. Replicas keep the raw values; a view decodes them as
+`framework.kafka.serdes.table_decoder` says: a topic declared in the Confluent wire format by
+its writer schema's id, resolved to the declared schema; any other by its own fingerprint
+(Avro) or as JSON (or, with a registry, its wire-format id), so any team's changelog reads
+without configuration. A value that cannot be decoded is a `DecodeError` naming the table:
+the record whose hook read it is dead-lettered at stage "decode", the rest flows. A registry
+away is a `Retry`: the hook's effects are undone and the record read again after a rejoin.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from rocksdict import Rdict
 
-from framework.core.pipeline import ComputationSpec
+from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.kafka.reading import Ends, read_to_end, records, watermark_offsets
-from framework.serde.codecs import default_schemas
+from framework.kafka.registry_settings import RegistrySettings
+from framework.kafka.serdes import table_decoder
+from framework.serde.codecs import DecodeError, Decoder
 from framework.state.rocks import open_raw, read_json, write_with_position
 
 log = logging.getLogger(__name__)
@@ -35,14 +42,20 @@ _TIMEOUT_S = 30
 class TableView:
     """Read-only view of one table partition for the hooks: `get(key)` and `in`."""
 
-    def __init__(self, name: str, db: Rdict) -> None:
+    def __init__(self, name: str, topic: str, db: Rdict, decode: Decoder) -> None:
         self.name = name
+        self.topic = topic
         self._db = db
-        self._decode = default_schemas().decode_any
+        self._decode = decode
 
     def get(self, key: str, default: Any = None) -> Any:
         raw = self._db.get(key.encode())
-        return default if raw is None else self._decode(raw)
+        if raw is None:
+            return default
+        try:
+            return self._decode(raw)
+        except DecodeError as error:
+            raise DecodeError(f"table {self.name!r} ({self.topic}), key {key!r}: {error}") from None
 
     def __contains__(self, key: str) -> bool:
         return self._db.get(key.encode()) is not None
@@ -52,11 +65,11 @@ class TableView:
 
 
 class _Replica:
-    def __init__(self, name: str, topic: str, partition: int, path: Path) -> None:
+    def __init__(self, name: str, topic: str, partition: int, path: Path, decode: Decoder) -> None:
         self.topic, self.partition = topic, partition
         self.db = open_raw(path)
         self.position = read_json(self.db, _POSITION, OFFSET_BEGINNING)
-        self.view = TableView(name, self.db)
+        self.view = TableView(name, topic, self.db, decode)
 
     def apply(self, changes: list[tuple[bytes, bytes | None]], position: int) -> None:
         write_with_position(self.db, changes, _POSITION, position)
@@ -66,10 +79,20 @@ class _Replica:
 class Tables:
     """The table replicas of one process's keyed tasks, read with one consumer."""
 
-    def __init__(self, consumer: Consumer, spec: ComputationSpec, state_dir: Path) -> None:
+    def __init__(
+        self,
+        consumer: Consumer,
+        pipeline: Pipeline,
+        spec: ComputationSpec,
+        state_dir: Path,
+        registry: RegistrySettings | None = None,
+    ) -> None:
         self.consumer = consumer
         self.spec = spec
         self.state_dir = state_dir
+        self._decoders = {
+            topic: table_decoder(pipeline, topic, registry) for topic in spec.tables.values()
+        }
         self._replicas: dict[tuple[str, int], _Replica] = {}
 
     def add(self, partition: int) -> dict[str, TableView]:
@@ -78,7 +101,8 @@ class Tables:
         replicas = []
         for name, topic in self.spec.tables.items():
             path = self.state_dir / f"task-{partition}" / "tables" / name
-            replica = self._replicas[(topic, partition)] = _Replica(name, topic, partition, path)
+            replica = _Replica(name, topic, partition, path, self._decoders[topic])
+            self._replicas[(topic, partition)] = replica
             low, _ = watermark_offsets(self.consumer, TopicPartition(topic, partition))
             if replica.position < low:  # new, or the log's start moved past it
                 replica.apply([], low)

@@ -25,8 +25,9 @@ from framework.core.watermarks import Mark, encode_mark, injector_producer
 from framework.errors import Fatal
 from framework.kafka.collector import ID_HEADER, Collector
 from framework.kafka.config import producer_config
+from framework.kafka.registry_settings import RegistrySettings
+from framework.kafka.serdes import stream_encoder
 from framework.kafka.topics import create_topics
-from framework.serde.codecs import encoder_for
 
 
 class Injector:
@@ -40,9 +41,10 @@ class Injector:
         bootstrap: str,
         process: int = 0,
         kafka: dict | None = None,
+        registry: RegistrySettings | None = None,
     ) -> None:
         self.streams = {
-            s.stream: encoder_for(s.schema)
+            s.stream: stream_encoder(pipeline, s.stream, registry)
             for s in pipeline.sources.values()
             if isinstance(s.watermark, InjectorWatermark) and s.watermark.injector == name
         }

@@ -19,6 +19,7 @@ from framework.kafka.collector import Collector
 from framework.kafka.errors import group_event
 from framework.kafka.limits import read_limits
 from framework.kafka.output import Runtime
+from framework.streaming.holds import Holds
 from framework.streaming.task import InputPartition, Task
 
 log = logging.getLogger(__name__)
@@ -41,9 +42,9 @@ class Isolation:
         """Whether records go through `handle` (one at a time) instead of in runs."""
         return self.isolating or bool(self.collector.poisoned)
 
-    def handle(self, msgs: list[Message], routes: Routes) -> None:
+    def handle(self, msgs: list[Message], routes: Routes, holds: Holds) -> None:
         """Each record's position is kept, and an isolated one is dead-lettered instead of
-        run."""
+        run (one held for a service that does not answer is read again later)."""
         poisoned = self.collector.poisoned
         for msg in msgs:
             err = msg.error()
@@ -51,7 +52,7 @@ class Isolation:
                 group_event(err)
                 continue
             route = routes.get((msg.topic(), msg.partition()))
-            if route is None:
+            if route is None or route[1].paused:
                 continue
             position = (msg.topic(), msg.partition(), msg.offset())
             self.handled.append(position)
@@ -59,7 +60,7 @@ class Isolation:
                 self.rt.dead_letter(msg, BadRecord("produce", poisoned[position]), "produce")
                 route[1].consumed(msg)
             else:
-                route[0].handle(msg, route[1])
+                holds.run(route[0], route[1], [msg])
 
     def committed(self, ok: bool, refusal: KafkaError | None) -> None:
         """What the commit of the records handled since the last one came to."""

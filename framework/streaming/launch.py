@@ -22,6 +22,8 @@ from typing import Any
 from framework.core.metrics import serve
 from framework.core.pipeline import Pipeline, PipelineError
 from framework.kafka.config import expand_env
+from framework.kafka.registry_settings import RegistrySettings
+from framework.kafka.registry_settings import registry_settings as parse_registry
 from framework.streaming.runner import Runner
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,14 @@ def spark_settings(config_file: str | None) -> dict[str, Any]:
     return expand_env(config_table(config_file, "spark"), f"--config {config_file} [spark]")
 
 
+def registry_settings(config_file: str | None) -> RegistrySettings | None:
+    """The `[registry]` table of a TOML config file (None without one): the Schema Registry's
+    URL, subject strategy and client settings (auth, TLS), checked at start
+    (framework/kafka/registry_settings.py)."""
+    table = config_table(config_file, "registry")
+    return parse_registry(table, f"--config {config_file} [registry]") if table else None
+
+
 def config_table(config_file: str | None, name: str) -> dict[str, Any]:
     """Table `name` of a TOML config file ({} without a file or table)."""
     if config_file is None:
@@ -102,6 +112,7 @@ def run_computations(
     for name in names:
         pipeline[name]  # noqa: B018 - fails at start naming the computations there are
     kafka = kafka_settings(config_file)
+    registry = registry_settings(config_file)
     if standby < 0:
         raise PipelineError(f"--standby {standby}: give a number of partitions >= 0")
     tuning = {"standby": standby, "instance_id": instance_id}
@@ -112,7 +123,7 @@ def run_computations(
     if len(names) == 1:
         if metrics_port is not None:
             serve(metrics_port)
-        return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, tuning)
+        return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, registry, tuning)
     options = {
         "--commit-interval-ms": commit_interval_ms,
         "--standby": standby or None,
@@ -128,6 +139,7 @@ def _run_one(
     bootstrap: str,
     state_dir: Path,
     kafka: dict,
+    registry: RegistrySettings | None,
     tuning: dict,
 ) -> int:
     stop = threading.Event()
@@ -139,6 +151,7 @@ def _run_one(
         bootstrap=bootstrap,
         state_dir=state_dir,
         kafka=kafka,
+        registry=registry,
         **tuning,
     )
     runner.run(stop)

@@ -23,10 +23,12 @@ from framework.kafka.collector import Collector
 from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import Runtime
+from framework.kafka.registry_settings import RegistrySettings
 from framework.state.restore import Restorer
 from framework.state.tables import Tables
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.committer import Committer
+from framework.streaming.holds import Holds
 from framework.streaming.isolation import Isolation
 from framework.streaming.meter import Meter
 from framework.streaming.task_manager import TaskManager
@@ -48,6 +50,7 @@ class Member:
         instance: str,
         state_dir: Path,
         standby: int,
+        registry: RegistrySettings | None = None,
     ) -> None:
         self.pipeline, self.spec = pipeline, spec
         instance = f"{spec.group}.{instance}"
@@ -72,9 +75,18 @@ class Member:
         self.channels = WatermarkChannels(dict(reader), admin)
         self.restorer = Restorer(Consumer(dict(reader)), spec, _topic_ids(admin, spec))
         self.rt = Runtime(
-            pipeline, spec, self.collector, partitions, ErrorPolicy(spec.group, spec.on_error)
+            pipeline,
+            spec,
+            self.collector,
+            partitions,
+            ErrorPolicy(spec.group, spec.on_error),
+            registry,
         )
-        self.tables = Tables(Consumer(dict(reader)), spec, state_dir) if spec.tables else None
+        self.tables = (
+            Tables(Consumer(dict(reader)), pipeline, spec, state_dir, registry)
+            if spec.tables
+            else None
+        )
         self.tasks = TaskManager(
             self.rt,
             self.consumer,
@@ -86,6 +98,7 @@ class Member:
             standby,
         )
         self.isolation = Isolation(self.rt, admin)
+        self.holds = Holds(spec, self.consumer)
         self.meter = Meter(spec.name, self.consumer, self.collector)
         self.dirty = False  # something to commit
         self.lost = False

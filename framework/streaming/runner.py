@@ -18,7 +18,10 @@ from confluent_kafka import Message
 from framework.core.pipeline import Pipeline, PipelineError
 from framework.errors import Rejoin, Retry
 from framework.kafka.errors import group_event, reaching_kafka
+from framework.kafka.registry_settings import RegistrySettings
+from framework.kafka.serdes import check_registry
 from framework.kafka.topics import create_topics
+from framework.streaming.holds import Holds
 from framework.streaming.member import Member
 from framework.streaming.startup import instance_id, lock_state_dir, partition_counts
 from framework.streaming.task import InputPartition, Task
@@ -46,6 +49,7 @@ class Runner:
         bootstrap: str,
         state_dir: Path,
         kafka: dict | None = None,
+        registry: RegistrySettings | None = None,
         instance_id: str | None = None,
         standby: int = 0,
         commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
@@ -56,6 +60,7 @@ class Runner:
         self.spec = pipeline[computation]
         self.bootstrap = bootstrap
         self.kafka = dict(kafka or {})
+        self.registry = registry  # the [registry] table of --config, if any
         self.dir = Path(state_dir) / pipeline.name / computation
         self.commit_interval = commit_interval_ms / 1000
         self.max_batch = max_batch
@@ -65,6 +70,7 @@ class Runner:
 
     def run(self, stop: threading.Event) -> None:
         self.pipeline.validate()
+        check_registry(self.pipeline, self.spec, self.registry)
         try:
             self.spec.factory()
         except Exception as error:
@@ -109,6 +115,7 @@ class Runner:
             instance=instance,
             state_dir=self.dir,
             standby=self.standby,
+            registry=self.registry,
         )
 
     def _retrying(self, stop: threading.Event, what: str, step):
@@ -131,7 +138,7 @@ class Runner:
         """Poll, hand records to their tasks, fire timers, commit: until `stop` or the end of
         the membership. Commits when the input is drained, else every commit interval."""
         consumer, channels, tasks = member.consumer, member.channels, member.tasks
-        isolation, routes, meter = member.isolation, tasks.routes, member.meter
+        isolation, routes, meter, holds = member.isolation, tasks.routes, member.meter, member.holds
         interval = self.commit_interval
         while not stop.is_set():
             if member.lost:
@@ -150,10 +157,11 @@ class Runner:
             if member.tables is not None:
                 self._sync_tables(member, msgs)
             if isolation.active:
-                isolation.handle(msgs, routes)
+                isolation.handle(msgs, routes, holds)
             else:
-                _handle_runs(msgs, routes)
+                _handle_runs(msgs, routes, holds)
             tasks.step()
+            holds.step(routes)
             if msgs:
                 member.dirty = True
             elif routes:
@@ -197,10 +205,11 @@ class Runner:
 
 
 def _handle_runs(
-    msgs: list[Message], routes: dict[tuple[str, int], tuple[Task, InputPartition]]
+    msgs: list[Message], routes: dict[tuple[str, int], tuple[Task, InputPartition]], holds: Holds
 ) -> None:
     """Hand each run of consecutive records of one partition (what a fetch returns) to its
-    task at once: the routing is paid per run, not per record."""
+    task at once: the routing is paid per run, not per record. The records of a partition
+    held at an earlier one are read again after its resume."""
     start, n = 0, len(msgs)
     while start < n:
         first = msgs[start]
@@ -217,8 +226,8 @@ def _handle_runs(
                 break
             end += 1
         route = routes.get((topic, partition))
-        if route is not None:
-            route[0].handle_run(msgs[start:end] if start or end < n else msgs, route[1])
+        if route is not None and not route[1].paused:
+            holds.run(route[0], route[1], msgs[start:end] if start or end < n else msgs)
         start = end
 
 

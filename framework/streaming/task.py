@@ -29,11 +29,11 @@ from framework.core.watermarks import (
     repartition_producer,
     task_producer,
 )
-from framework.errors import BadRecord
+from framework.errors import BadRecord, Retry
 from framework.kafka.collector import ID_HEADER
 from framework.kafka.output import Runtime, TaskOutput
 from framework.kafka.records import decode_record
-from framework.serde.codecs import decoder_for
+from framework.kafka.serdes import stream_decoder
 from framework.state.store import TaskStore
 
 
@@ -49,6 +49,8 @@ class InputPartition:
     channels: list[str]
     position: int = 0  # next offset to read
     read: int = 0  # records read, for metrics
+    paused: bool = False  # held at `position` until a service answers (streaming/holds.py)
+    frozen: tuple[int | None, bool] | None = None  # the watermark while held, else None
 
     def consumed(self, msg: Message) -> None:
         self.position = msg.offset() + 1
@@ -95,7 +97,8 @@ class Task:
         raise NotImplementedError
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
-        """`handle` each of a run of records of one input partition, in offset order."""
+        """`handle` each of a run of records of one input partition, in offset order. A
+        `Retry` raised here leaves `inp.position` at the first record not handled."""
         for msg in msgs:
             self.handle(msg, inp)
 
@@ -106,7 +109,7 @@ class Task:
     def input_watermark(self) -> tuple[int | None, bool]:
         for inp in self.inputs:
             inp.watermark.advance(inp.position)
-        return combine(inp.watermark.value() for inp in self.inputs)
+        return combine(inp.frozen or inp.watermark.value() for inp in self.inputs)
 
     def low_watermark(self) -> tuple[int, bool]:
         raise NotImplementedError
@@ -153,7 +156,7 @@ class RepartitionTask(Task):
         self.producer = repartition_producer(spec.name, stream, partition)
         self.outputs = {self.target}
         watermark, channels = partition_watermark(runtime.pipeline, stream, stream, partition)
-        decode = decoder_for(runtime.pipeline.schema_of(stream))
+        decode = stream_decoder(runtime.pipeline, stream, runtime.registry)
         self.inputs = [InputPartition(stream, partition, stream, decode, watermark, channels)]
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
@@ -165,6 +168,8 @@ class RepartitionTask(Task):
             key = self.input.route(record).encode()
             stage = "produce"
             collector.limits.check(self.target, key, msg.value(), record.timestamp)
+        except Retry:
+            raise
         except Exception as error:
             self.rt.dead_letter(msg, error, getattr(error, "stage", stage))
         else:
@@ -200,7 +205,7 @@ class KeyedTask(Task):
         self.outputs = set(spec.outputs)
         self.inputs = []
         for i in spec.inputs:
-            decode = decoder_for(pipeline.schema_of(i.stream))
+            decode = stream_decoder(pipeline, i.stream, runtime.registry)
             if i.key is None:
                 watermark, channels = partition_watermark(pipeline, i.stream, i.stream, partition)
                 topic = i.stream
@@ -228,15 +233,24 @@ class KeyedTask(Task):
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
         output, record, process = self.output, inp.record, self.executor.process
-        for msg in msgs:
-            output.source = msg
-            try:
-                rec = record(msg)
-            except BadRecord as error:
-                self.rt.dead_letter(msg, error, error.stage)
-            else:
-                process(rec)
-        output.source = None
+        done = 0
+        try:
+            for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
+                output.source = msg
+                try:
+                    rec = record(msg)
+                except BadRecord as error:
+                    self.rt.dead_letter(msg, error, error.stage)
+                else:
+                    process(rec)
+        except Retry:
+            # e.g. the registry away, met decoding the record or in its hook (a table's row;
+            # the executor undid the hook): the records before it are handled, it is not
+            if done:
+                inp.consumed_run(msgs[:done])
+            raise
+        finally:
+            output.source = None
         inp.consumed_run(msgs)
 
     def tick(self) -> int:

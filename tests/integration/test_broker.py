@@ -16,7 +16,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from framework.broker.host import any_free_port
+from framework.jvm.process import any_free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

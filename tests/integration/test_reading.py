@@ -4,6 +4,8 @@ real broker, where transaction markers take offsets that no message reports."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
@@ -32,6 +34,11 @@ def test_every_record_before_the_end_is_read_and_the_commit_marker_ends_it(kafka
     _transactional(kafka, topic, [b"a", b"b", b"c"])  # offsets 0-2, the marker at 3
     consumer = _reader(kafka, topic, 2)
     try:
+        # the commit returns once the broker has decided it; the marker lands just after
+        deadline = time.monotonic() + 30
+        while consumer.get_watermark_offsets(TopicPartition(topic, 0), 30)[1] < 4:
+            assert time.monotonic() < deadline, "the commit's marker never landed"
+            time.sleep(0.05)
         ends = Ends(consumer)
         ends.add([(topic, 0), (topic, 1)])
         assert ends.ends == {(topic, 0): 4, (topic, 1): 0}

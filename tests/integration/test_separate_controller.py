@@ -25,7 +25,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from framework.broker.embedded import Broker
-from framework.broker.host import alive
+from framework.jvm.process import alive
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -11,6 +11,7 @@ import pytest
 from framework.broker import embedded as broker_mod
 from framework.broker import host
 from framework.broker.embedded import Broker, BrokerError
+from framework.jvm import process
 
 
 @pytest.fixture
@@ -44,15 +45,15 @@ def test_ports_are_persisted_and_reused(home):
 def test_chosen_ports_lie_below_the_ephemeral_range(tmp_path):
     """A port in the kernel's ephemeral range may be taken by a client's outgoing connection
     while the broker starts."""
-    assert host.ephemeral_low() > 10_000
-    ports = [host.any_free_port() for _ in range(50)]
-    assert all(port < host.ephemeral_low() for port in ports)
+    assert process.ephemeral_low() > 10_000
+    ports = [process.any_free_port() for _ in range(50)]
+    assert all(port < process.ephemeral_low() for port in ports)
     (tmp_path / "range").write_text("20000\t60999\n")
-    assert host.ephemeral_low(tmp_path / "range") == 20000
+    assert process.ephemeral_low(tmp_path / "range") == 20000
 
 
 def test_env_port_is_used(home, monkeypatch):
-    free = host.any_free_port()
+    free = process.any_free_port()
     monkeypatch.setenv("LOGWHEEL_BROKER_PORT", str(free))
     assert _choose(home)["port"] == free
 

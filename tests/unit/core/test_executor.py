@@ -8,6 +8,7 @@ import pytest
 from framework.core.api import MIN_TIME, Computation, Record, Timer
 from framework.core.executor import Executor
 from framework.core.pipeline import Pipeline, key_by
+from framework.errors import Retry
 from framework.testing import Harness
 
 # -- computations under test --------------------------------------------------------------
@@ -33,6 +34,8 @@ class Scripted(Computation):
             ctx.state.clear()
         if v.get("raise"):
             raise RuntimeError(v["raise"])
+        if v.get("retry"):
+            raise Retry(v["retry"])
 
     def process_timer(self, ctx, timer):
         self.fired.append((ctx.key, timer, ctx.low_watermark))
@@ -268,6 +271,19 @@ def test_raising_hook_is_dead_lettered_and_rolled_back():
     # and the next record is processed
     send(h, "a", 2, produce=["out"])
     assert h.state("a") == {"n": 2}
+    assert [r.value for r in h.outputs("out")] == [{"n": 2}]
+
+
+def test_a_hook_that_meets_a_retry_is_rolled_back_and_raises_it_instead_of_a_dead_letter():
+    """A table's registry away mid-hook: the record is fine, so the driver runs it again."""
+    h = harness()
+    send(h, "a", 0, set=[["keep", 100, "event"]])
+    with pytest.raises(Retry, match="registry away"):
+        send(h, "a", 1, set=[["new", 50, "event"]], produce=["out"], retry="registry away")
+    assert h.state("a") == {"n": 1}
+    assert h.timers("a") == [("a", Timer(100, "keep"))]
+    assert h.outputs("out") == [] and h.dead_letters() == []
+    send(h, "a", 1, produce=["out"])
     assert [r.value for r in h.outputs("out")] == [{"n": 2}]
 
 

@@ -56,3 +56,46 @@ def test_key_by_takes_a_field_and_names_a_missing_one():
 def test_a_declaration_that_cannot_work_is_refused_naming_the_fix(declare, fix):
     with pytest.raises(PipelineError, match=fix):
         declare().validate()
+
+
+def test_a_stream_format_follows_its_declaration_else_the_registry_else_its_schema():
+    p = Pipeline("formats")
+    p.source("theirs", schema="wordcount.WordCount", format="confluent")
+    p.source("ours", schema="wordcount.WordCount")
+    p.source("plain")
+    p.computation(
+        "c",
+        Computation,
+        inputs={"theirs": None, "ours": None, "plain": None},
+        outputs={"out": "wordcount.WordCount", "kept": "wordcount.WordCount"},
+        formats={"kept": "avro"},
+    )
+    p.validate()
+    without = {s: p.format_of(s, None) for s in ("theirs", "ours", "plain", "out", "kept")}
+    assert without == {
+        "theirs": "confluent",
+        "ours": "avro",
+        "plain": "json",
+        "out": "avro",
+        "kept": "avro",
+    }
+    with_registry = {s: p.format_of(s, "http://r") for s in ("theirs", "ours", "plain", "out")}
+    assert with_registry == {
+        "theirs": "confluent",
+        "ours": "confluent",
+        "plain": "json",
+        "out": "confluent",
+    }
+
+
+def test_a_format_that_cannot_be_written_is_refused_at_declaration():
+    p = Pipeline("formats")
+    with pytest.raises(PipelineError, match="format='protobuf'"):
+        p.source("s", format="protobuf")
+    p.source("s")
+    with pytest.raises(PipelineError, match="has no schema"):
+        p.computation(
+            "c", Computation, inputs={"s": None}, outputs={"o": None}, formats={"o": "confluent"}
+        )
+    with pytest.raises(PipelineError, match="not one of its outputs"):
+        p.computation("c", Computation, inputs={"s": None}, formats={"x": "confluent"})

@@ -7,7 +7,7 @@ import pytest
 
 from framework.errors import ConfigurationError
 from framework.jvm import jars
-from framework.jvm.jars import KAFKA, SPARK, locate, pom_version
+from framework.jvm.jars import KAFKA, REGISTRY, SPARK, _take_built, locate, pom_version
 
 
 @pytest.fixture
@@ -15,7 +15,7 @@ def elsewhere(tmp_path, monkeypatch):
     """No checkout jars, an empty jar cache, no environment variables."""
     monkeypatch.setattr(jars, "CHECKOUT", tmp_path / "checkout")
     monkeypatch.setenv("LOGWHEEL_HOME", str(tmp_path / "home"))
-    for part in (KAFKA, SPARK):
+    for part in (KAFKA, SPARK, REGISTRY):
         monkeypatch.delenv(part.env, raising=False)
     return tmp_path
 
@@ -53,3 +53,19 @@ def test_without_maven_the_first_use_names_what_to_install(elsewhere, monkeypatc
 
 def test_the_cache_is_named_for_the_version_the_pom_pins():
     assert pom_version(KAFKA, "kafka.version").startswith("4.")
+
+
+def test_without_maven_the_registry_names_what_to_install(elsewhere, monkeypatch):
+    monkeypatch.setenv("PATH", str(elsewhere))
+    with pytest.raises(ConfigurationError, match=r"registry start needs Maven .*apt-get"):
+        locate(REGISTRY, "2.4.2.Final")
+    assert not (elsewhere / "home" / "jars" / "registry-2.4.2.Final").exists()
+
+
+def test_a_built_part_keeps_only_the_runnable_jar_maven_built(tmp_path):
+    target, out = tmp_path / "target", tmp_path / "out"
+    _jar(target, "apicurio-registry-2.4.2.Final-runner.jar")
+    _jar(target, "apicurio-registry-2.4.2.Final.jar")  # the thin jar, not runnable
+    assert _take_built(REGISTRY, target, out)
+    assert [p.name for p in out.iterdir()] == ["apicurio-registry-2.4.2.Final-runner.jar"]
+    assert not _take_built(REGISTRY, target, tmp_path / "none")

@@ -12,6 +12,7 @@ from confluent_kafka import KafkaError, KafkaException, Message
 import framework.streaming.member as member_module
 import framework.streaming.runner as runner_module
 from framework import Computation, Pipeline
+from framework.streaming.holds import Holds
 from framework.streaming.runner import Runner
 from tests.support import raise_bare
 
@@ -156,9 +157,17 @@ def _msg(topic: str, partition: int, offset: int, error: KafkaError | None = Non
     return Message(topic=topic, partition=partition, offset=offset, value=b"v", error=error)
 
 
+class _Inp(str):
+    paused = False
+
+
 def test_records_go_to_their_task_a_run_of_one_partition_at_a_time():
     task = _Recorder()
-    routes = {("a", 0): (task, "a0"), ("a", 1): (task, "a1"), ("b", 0): (task, "b0")}
+    routes = {
+        ("a", 0): (task, _Inp("a0")),
+        ("a", 1): (task, _Inp("a1")),
+        ("b", 0): (task, _Inp("b0")),
+    }
     msgs = [
         *(_msg("a", 0, o) for o in (5, 6, 7)),
         _msg("a", 1, 3),
@@ -168,7 +177,7 @@ def test_records_go_to_their_task_a_run_of_one_partition_at_a_time():
         _msg("a", 0, -1, KafkaError(KafkaError._PARTITION_EOF)),  # not a record: ends the run
         _msg("a", 0, 9),
     ]
-    runner_module._handle_runs(msgs, routes)
+    runner_module._handle_runs(msgs, routes, Holds(_pipeline()["c"], None))
     assert task.runs == [("a0", [5, 6, 7]), ("a1", [3]), ("b0", [9]), ("a0", [8]), ("a0", [9])]
 
 

@@ -1,0 +1,150 @@
+"""What a pipeline's streams and inputs are declared with: the names it accepts, how a
+stream is written (`FORMATS`), the watermark policies of sources, key extractors, and the
+checks every declaration goes through. `framework.core.pipeline` builds on these (and
+re-exports them)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from framework.core.api import Record
+from framework.errors import ConfigurationError
+
+NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+STREAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+GUARANTEES = ("exactly_once", "at_least_once")
+ERROR_POLICIES = ("dead_letter", "skip", "stop")
+LATE_POLICIES = ("drop", "dead_letter")
+EMITS = ("final", "update")
+FORMATS = ("avro", "confluent")
+"""How a stream with a schema is written: Avro single-object encoding ("avro"), or the
+Confluent wire format against a Schema Registry ("confluent")."""
+SUBJECT_STRATEGIES = ("topic", "record", "topic_record")
+"""Under which Schema Registry subject a writer registers a stream's schema: `<topic>-value`
+("topic", Confluent's TopicNameStrategy, the default), the record's full name ("record",
+RecordNameStrategy), or `<topic>-<record full name>` ("topic_record",
+TopicRecordNameStrategy). Readers resolve schemas by id, whatever the strategy."""
+DEFAULT_PARTITIONS = 4
+
+
+class PipelineError(ConfigurationError):
+    """A pipeline declaration that cannot run; the message says what to change."""
+
+
+KeyExtractor = Callable[[Record], str]
+
+
+class key_by:  # noqa: N801 - reads as a function at the call site, as in the contract
+    """Key extractor that takes `field` of the decoded value, as a string."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def __call__(self, record: Record) -> str:
+        value = record.value
+        if not isinstance(value, Mapping) or self.field not in value:
+            raise KeyError(f"record has no field {self.field!r} to key by")
+        return str(value[self.field])
+
+    def __repr__(self) -> str:
+        return f"key_by({self.field!r})"
+
+
+@dataclass(frozen=True)
+class BoundedOutOfOrderness:
+    """Watermark of a stream written from outside: the highest timestamp seen on a partition,
+    less `ms`. A partition silent for `idle_ms` of wall time stops holding the watermark back.
+
+    `live=True` is for producers that stamp records with the current time: a partition silent
+    for `idle_ms` then has the watermark wall time less `ms`, so the last windows close without
+    new records. Without it a silent partition holds its watermark, so a replay of old data
+    that pauses never turns its records late."""
+
+    ms: int
+    idle_ms: int = 5_000
+    live: bool = False
+
+    def __post_init__(self) -> None:
+        if self.ms < 0 or self.idle_ms <= 0:
+            raise PipelineError(
+                "BoundedOutOfOrderness needs ms >= 0 and idle_ms > 0, e.g. "
+                "BoundedOutOfOrderness(ms=2000, idle_ms=5000)"
+            )
+
+
+@dataclass(frozen=True)
+class InjectorWatermark:
+    """Watermark of a stream written by a logwheel `Injector` named `injector`, run as
+    `processes` processes; it is the minimum of what every one of them published."""
+
+    injector: str
+    processes: int = 1
+
+    def __post_init__(self) -> None:
+        if not NAME.match(self.injector) or self.processes < 1:
+            raise PipelineError(
+                "InjectorWatermark needs a name like 'query-generator' and processes >= 1"
+            )
+
+
+WatermarkPolicy = BoundedOutOfOrderness | InjectorWatermark
+
+
+@dataclass(frozen=True)
+class Source:
+    stream: str
+    schema: str | None
+    watermark: WatermarkPolicy | None
+    format: str | None = None
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input stream of a computation; `key` None keeps the Kafka key."""
+
+    stream: str
+    key: KeyExtractor | None
+
+    def route(self, record: Record) -> str:
+        """The key `record` is processed under: the extractor's result, else its Kafka key.
+
+        The one rule for every runtime (Kafka, Harness, Spark): an extractor must return a
+        str; anything else (None, an int) raises TypeError, so the record is dead-lettered
+        at stage "key" instead of being processed under an accidental key such as "None"."""
+        if self.key is None:
+            return record.key
+        routed = self.key(record)
+        if type(routed) is not str:
+            raise TypeError(
+                f"key extractor {self.key!r} of input {self.stream!r} returned "
+                f"{type(routed).__name__}, not str: return a str key, or use key_by(field)"
+            )
+        return routed
+
+
+def check_stream(stream: str) -> None:
+    if not STREAM.match(stream):
+        raise PipelineError(f"stream name {stream!r} is not a valid Kafka topic name")
+
+
+def check_format(where: str, fmt: str | None) -> None:
+    if fmt is not None and fmt not in FORMATS:
+        raise PipelineError(f"{where}: format={fmt!r}; use one of {FORMATS} (or leave it out)")
+
+
+def check_subject_strategy(where: str, strategy: str | None) -> None:
+    if strategy is not None and strategy not in SUBJECT_STRATEGIES:
+        raise PipelineError(
+            f"{where}: subject strategy {strategy!r}; use one of {SUBJECT_STRATEGIES} "
+            "(Confluent's TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy)"
+        )
+
+
+def check_schema(schema: str) -> None:
+    if not isinstance(schema, str) or "." not in schema:
+        raise PipelineError(
+            f"schema {schema!r} must be a full Avro name like 'zeitgeist.SearchQuery' "
+            "with a file schemas/<name>.avsc"
+        )

@@ -1,0 +1,200 @@
+"""The machine a local JVM part runs on: Java, processes, ports and small state files.
+
+The embedded broker and the embedded Schema Registry are both Java processes that logwheel
+starts detached, finds again by pid file, and stops; what they ask the operating system is
+the same, so it lives here, below both (they may not import each other).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from framework.errors import ConfigurationError
+
+MIN_JAVA = 17
+N = TypeVar("N", int, float)
+log = logging.getLogger(__name__)
+
+
+def find_java(needed_by: str) -> str:
+    """The java executable, checked to be Java 17 or newer; `needed_by` names the part in the
+    error ("Kafka needs Java 17+")."""
+    java = shutil.which("java")
+    fix = "install Java 17+ (apt-get install openjdk-17-jre-headless)"
+    if java is None:
+        raise ConfigurationError(f"no `java` on PATH: {fix}")
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ConfigurationError(f"`{java} -version` failed ({err}): {fix}") from err
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    major = int(found.group(1)) if found else 0
+    if found and major == 1:  # "1.8.0_292" is Java 8
+        major = int(found.group(2) or 0)
+    if major < MIN_JAVA:
+        seen = f"Java {major}" if found else "an unknown Java"
+        raise ConfigurationError(f"{java} is {seen}; {needed_by} needs Java {MIN_JAVA}+: {fix}")
+    return java
+
+
+# -- processes ----------------------------------------------------------------------------
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not; our own exited children are reaped)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def cmdline(pid: int) -> str:
+    """The command line of `pid`, its arguments joined by spaces ("" if unknown)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def wait_exit(pid: int, timeout: float) -> bool:
+    """Wait up to `timeout` s for `pid` to exit; whether it did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.1)
+    return not alive(pid)
+
+
+def terminate(pid: int, timeout: float, what: str) -> None:
+    """SIGTERM `pid` (a JVM then runs its shutdown hooks: a clean close of its files), and
+    SIGKILL it if it has not exited after `timeout` s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    if not wait_exit(pid, timeout):
+        log.warning("%s pid %d ignored SIGTERM for %.0fs; killing it", what, pid, timeout)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        wait_exit(pid, 10)
+
+
+def find_process(matches: Callable[[str], bool]) -> int | None:
+    """The pid of a running process whose command line `matches` (Linux /proc only): a JVM
+    of ours whose pid file was lost."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    for entry in proc.iterdir():
+        if entry.name.isdigit() and alive(int(entry.name)) and matches(cmdline(int(entry.name))):
+            return int(entry.name)
+    return None
+
+
+# -- ports --------------------------------------------------------------------------------
+
+
+def port_free(port: int) -> bool:
+    """Whether a listener could bind 127.0.0.1:port (TIME_WAIT leftovers do not count)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def any_free_port(avoid: int = 0) -> int:
+    """A free port below the kernel's ephemeral range: a port the kernel hands out could be
+    taken by any client's outgoing connection while the JVM starts or restarts (seen as a
+    broker that exits at start, its port in use)."""
+    low = ephemeral_low()
+    rng = random.Random()
+    while True:
+        port = rng.randrange(min(10_000, low // 2), low)
+        if port != avoid and port_free(port):
+            return port
+
+
+def ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
+    """The lowest port of the kernel's ephemeral range."""
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def accepts(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:port."""
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+# -- state files --------------------------------------------------------------------------
+
+
+def read_number(path: Path, kind: type[N]) -> N | None:
+    """The number a pid or time file holds; None if it is missing or garbled."""
+    try:
+        return kind(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def read_json(path: Path) -> dict | None:
+    """The JSON object a small state file holds; None if it is missing or garbled."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+class HomeLock:
+    """An exclusive lock on a server's home directory, re-entrant within its owner: two
+    processes that start the same broker or registry at once must not spawn two JVMs on one
+    home. `with lock():` holds it."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self._depth = 0
+        self._fd: int | None = None
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        if self._depth == 0:
+            self.home.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.home / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0 and self._fd is not None:
+                os.close(self._fd)  # closing releases the flock
+                self._fd = None

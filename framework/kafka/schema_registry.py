@@ -1,0 +1,203 @@
+"""A Schema Registry reached through its Confluent-compatible REST API, with confluent-kafka's
+own `SchemaRegistryClient` (the client every Python team on Kafka uses, so logwheel sees the
+registry exactly as they do), configured by `RegistrySettings`
+(framework/kafka/registry_settings.py).
+
+`Registry` is the `SchemaSource` the wire format (framework/serde/confluent.py) needs: schemas
+by id, ids by registering under a subject (chosen by confluent-kafka's own subject name
+strategies). The client caches both, so the per-record path never makes a request once an id
+has been seen. `connect` asks the registry once at start: one that does not answer is a
+`ConfigurationError` in one line naming its URL. Mid-run, a registry that does not answer is a
+`RegistryUnavailable`: the record's partition waits for it (framework/streaming/holds.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TypeVar
+
+from confluent_kafka.schema_registry import (
+    RegisteredSchema,
+    Schema,
+    SchemaRegistryClient,
+    record_subject_name_strategy,
+    topic_record_subject_name_strategy,
+    topic_subject_name_strategy,
+)
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from framework.errors import ConfigurationError, ServiceUnavailable
+from framework.kafka.registry_settings import REGISTRY_ENV, RegistrySettings, redact
+from framework.serde.codecs import default_schemas
+from framework.serde.confluent import UnknownSchemaId, WireFormat
+
+__all__ = ["REGISTRY_ENV", "Registry", "RegistryError", "RegistryUnavailable", "connect"]
+
+TIMEOUT_S = 5
+"""How long one request to the registry may take."""
+
+CLIENT_DEFAULTS = {"timeout": TIMEOUT_S, "max.retries": 1, "retries.wait.ms": 100}
+"""The client's own retries stay short (at most about 10 s for a registry that hangs, within
+the runner's loop): a registry away mid-run is waited for by holding the record's partition,
+with backoff, while the consumer keeps polling. `[registry]` may set them otherwise."""
+
+_NOT_FOUND = (40401, 40402, 40403)  # subject, version, schema not found
+_T = TypeVar("_T")
+
+_STRATEGIES = {
+    "topic": topic_subject_name_strategy,
+    "record": record_subject_name_strategy,
+    "topic_record": topic_record_subject_name_strategy,
+}
+
+
+class RegistryError(ConfigurationError):
+    """A registry that cannot be reached, or refuses a schema: the message names the URL and
+    what to do."""
+
+
+class RegistryUnavailable(ServiceUnavailable):
+    """The registry did not answer a request made mid-run. Not a bad record (the record is
+    fine, the registry is away): the decode stage lets it through, and the runner holds the
+    record's partition at it and reads it again with backoff, so nothing is lost, skipped or
+    dead-lettered."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"the Schema Registry at {url}", reason)
+
+
+class Registry:
+    """One registry's Confluent-compatible API, through confluent-kafka's client."""
+
+    def __init__(self, settings: RegistrySettings) -> None:
+        assert settings.url is not None
+        self.url = redact(settings.url.rstrip("/"))  # what messages show
+        try:
+            self.client = SchemaRegistryClient(
+                {**CLIENT_DEFAULTS, **dict(settings.client), "url": settings.url}
+            )
+        except (ValueError, TypeError) as error:  # its messages name settings, not values
+            raise RegistryError(
+                f"[registry] settings for {self.url} are refused by confluent-kafka's "
+                f"client: {error}"
+            ) from None
+
+    def schema(self, schema_id: int) -> str:
+        """The schema text registered with `schema_id`; `UnknownSchemaId` if there is none."""
+        try:
+            return self.client.get_schema(schema_id).schema_str
+        except SchemaRegistryError as error:
+            if error.http_status_code == 404 or error.error_code in _NOT_FOUND:
+                raise UnknownSchemaId(schema_id) from None
+            raise RegistryUnavailable(
+                self.url, f"the Schema Registry at {self.url} failed: {error}"
+            ) from None
+        except Exception as error:  # httpx's transport errors: the registry is away
+            raise RegistryUnavailable(
+                self.url,
+                f"the Schema Registry at {self.url} does not answer "
+                f"({type(error).__name__}: {error})",
+            ) from None
+
+    def register(self, subject: str, schema: str) -> int:
+        """The id of `schema` under `subject`, registered as its next version if need be; a
+        schema the subject's compatibility level refuses is a `RegistryError`."""
+        try:
+            return self.client.register_schema(subject, Schema(schema, "AVRO"))
+        except SchemaRegistryError as error:
+            if error.http_status_code == 409:
+                raise RegistryError(
+                    f"the registry at {self.url} refuses the schema for subject {subject!r} "
+                    f"({error.error_message}): make it compatible with the subject's latest "
+                    "version (`logwheel schemas check --registry`) or change the subject's "
+                    "compatibility level"
+                ) from None
+            raise RegistryError(
+                f"the registry at {self.url} cannot register subject {subject!r}: {error}"
+            ) from None
+        except Exception as error:  # away: a start fails on it, a task created mid-run waits
+            raise RegistryUnavailable(self.url, _unreachable(self.url, error)) from None
+
+    def subjects(self) -> list[str]:
+        """Every subject the registry has."""
+        return self._ask(self.client.get_subjects, "list its subjects")
+
+    def latest(self, subject: str) -> RegisteredSchema:
+        """The latest version of `subject`: its schema, id and version number."""
+        return self._ask(
+            lambda: self.client.get_latest_version(subject), f"give subject {subject!r}'s latest"
+        )
+
+    def compatibility(self, subject: str) -> str | None:
+        """The compatibility level of `subject`, else the registry's global one; None when
+        neither is set."""
+        for name in (subject, None):
+            try:
+                return self.client.get_compatibility(name)
+            except SchemaRegistryError as error:
+                if error.http_status_code != 404:
+                    raise RegistryError(self._failed("give a compatibility level", error)) from None
+            except Exception as error:
+                raise RegistryError(_unreachable(self.url, error)) from None
+        return None
+
+    def accepts(self, subject: str, schema: str) -> bool:
+        """Whether the registry's own check (under the subject's level) accepts `schema` as
+        the subject's next version."""
+        return self._ask(
+            lambda: self.client.test_compatibility(subject, Schema(schema, "AVRO")),
+            f"check a schema against subject {subject!r}",
+        )
+
+    def _ask(self, call: Callable[[], _T], what: str) -> _T:
+        try:
+            return call()
+        except SchemaRegistryError as error:
+            raise RegistryError(self._failed(what, error)) from None
+        except Exception as error:
+            raise RegistryError(_unreachable(self.url, error)) from None
+
+    def _failed(self, what: str, error: SchemaRegistryError) -> str:
+        return f"the registry at {self.url} cannot {what}: {error}"
+
+    def ping(self) -> None:
+        """One request, so that a registry that is down fails the start in one line."""
+        try:
+            self.client.get_subjects()
+        except Exception as error:
+            raise RegistryError(_unreachable(self.url, error)) from None
+
+
+def _unreachable(url: str, error: BaseException) -> str:
+    return (
+        f"the Schema Registry at {url} does not answer ({type(error).__name__}: {error}): "
+        f"start it (`logwheel registry start`) or point Pipeline(..., registry=URL), "
+        f"[registry] url in --config or {REGISTRY_ENV} at a running one"
+    )
+
+
+@functools.cache
+def connect(settings: RegistrySettings) -> Registry:
+    """The registry `settings` name, asked once (`RegistryError` if it does not answer); one
+    client per registry and process, so its caches serve every task."""
+    registry = Registry(settings)
+    registry.ping()
+    return registry
+
+
+def subject_namer(strategy: str) -> Callable[[str, str], str]:
+    """(topic, record full name) -> subject of a value, by one of confluent-kafka's own
+    subject name strategies ("topic", "record", "topic_record")."""
+    name = _STRATEGIES[strategy]
+    return lambda topic, record: name(SerializationContext(topic, MessageField.VALUE), record)
+
+
+@functools.cache
+def wire_format(settings: RegistrySettings) -> WireFormat:
+    """The wire format's codecs against the registry `settings` name, over the job's schemas,
+    writers registering under the settings' subject strategy."""
+    return WireFormat(
+        connect(settings), default_schemas(), subject_namer(settings.subject_strategy)
+    )

@@ -1,0 +1,9 @@
+"""The embedded Schema Registry: a real one (Apicurio Registry, its Confluent-compatible API),
+run as a local Java process for development and tests, its schemas kept on disk so that ids
+survive restarts.
+
+`settings.py` says how it is run (pure), `readiness.py` when it answers, `embedded.py` starts,
+finds and stops it. The jar is built once by `framework.jvm.jars` (`registry_jar`).
+
+May import: `framework.kafka`, `framework.jvm`, `framework.errors`.
+"""

@@ -1,0 +1,45 @@
+"""A job that reads and writes the Confluent wire format (tests only): `words` is another
+team's topic (declared `format="confluent"`), `doubled` is written in the wire format because
+the pipeline has a registry (`Pipeline(name, registry=URL)`). Both carry wordcount.WordCount.
+"""
+
+from __future__ import annotations
+
+from framework import Computation, Pipeline, key_by
+
+
+class Double(Computation):
+    """Doubles each count, keyed as it came."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+
+    def process_record(self, ctx, record):
+        value = record.value
+        ctx.produce(self.out, {"word": value["word"], "count": value["count"] * 2})
+
+
+def build(name: str, prefix: str, registry: str | None) -> Pipeline:
+    pipeline = Pipeline(name, partitions=1, registry=registry)
+    pipeline.source(f"{prefix}words", schema="wordcount.WordCount", format="confluent")
+    pipeline.computation(
+        "double",
+        lambda: Double(f"{prefix}doubled"),
+        inputs={f"{prefix}words": None},
+        outputs={f"{prefix}doubled": "wordcount.WordCount"},
+    )
+    return pipeline
+
+
+def build_rekeyed(name: str, prefix: str, registry: str | None) -> Pipeline:
+    """`build` with the input re-keyed by its word: the repartition task decodes each value
+    (for the key) before the keyed task does."""
+    pipeline = Pipeline(name, partitions=1, registry=registry)
+    pipeline.source(f"{prefix}words", schema="wordcount.WordCount", format="confluent")
+    pipeline.computation(
+        "double",
+        lambda: Double(f"{prefix}doubled"),
+        inputs={f"{prefix}words": key_by("word")},
+        outputs={f"{prefix}doubled": "wordcount.WordCount"},
+    )
+    return pipeline

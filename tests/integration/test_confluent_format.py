@@ -1,0 +1,159 @@
+"""The Confluent wire format against a real Schema Registry and a real broker: a logwheel job
+reads what confluent-kafka's own `AvroSerializer` wrote and writes what its `AvroDeserializer`
+reads; records it cannot read (unknown schema id, wrong magic byte, truncated body) go to the
+dead-letter topic with their reason while the rest flows; a registry that does not answer
+stops the start in one line naming its URL.
+
+The registry is the `registry` fixture's (tests/conftest.py): the module's own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from framework.jvm.process import any_free_port
+from tests.support import UniqueJob, read_topic, wait_for
+
+pytestmark = pytest.mark.timeout(600)
+FACTORY = "tests.integration.confluent_job:build"
+
+THEIR_SCHEMA = {  # the other team's version: one field more than the job's reader schema
+    "type": "record",
+    "name": "WordCount",
+    "namespace": "wordcount",
+    "fields": [
+        {"name": "word", "type": "string"},
+        {"name": "count", "type": "long"},
+        {"name": "lang", "type": "string", "default": "en"},
+    ],
+}
+WORDS = [("alpha", 1, "en"), ("beta", 2, "fr"), ("gamma", 3, "de")]
+
+
+def _their_values(client: SchemaRegistryClient, topic: str) -> list[bytes]:
+    """What another team's producer writes: confluent-kafka's AvroSerializer, its schema
+    registered under `<topic>-value` by the serializer itself."""
+    serialize = AvroSerializer(client, json.dumps(THEIR_SCHEMA))
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    return [serialize({"word": w, "count": c, "lang": lang}, ctx) for w, c, lang in WORDS]
+
+
+def _send(kafka: str, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": kafka})
+    for value in values:
+        producer.produce(topic, value, value[-8:])
+    producer.flush(30)
+
+
+def test_a_job_reads_and_writes_what_confluent_kafkas_serializers_do(kafka, tmp_path, registry):
+    job_def = UniqueJob(kafka, tmp_path, FACTORY, "wire", registry)
+    words, doubled = f"{job_def.prefix}words", f"{job_def.prefix}doubled"
+    client = SchemaRegistryClient({"url": registry})
+    _send(kafka, words, _their_values(client, words))
+    job = job_def.job(computations=["double"]).start()
+    try:
+        out = read_topic(kafka, doubled, expect=len(WORDS), timeout=120)
+        assert job.alive(), job.output()[-3000:]
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+    deserialize = AvroDeserializer(client)  # the writer's schema, fetched by the id in each value
+    ctx = SerializationContext(doubled, MessageField.VALUE)
+    got = [deserialize(m.value(), ctx) for m in out]
+    assert got == [{"word": w, "count": 2 * c} for w, c, _ in WORDS]
+    assert {f"{words}-value", f"{doubled}-value"} <= set(client.get_subjects())
+    written = client.get_latest_version(f"{doubled}-value")
+    assert {int.from_bytes(m.value()[1:5], "big") for m in out} == {written.schema_id}
+    fields = json.loads(written.schema.schema_str)["fields"]
+    assert [f["name"] for f in fields] == ["word", "count"]  # the job's own schema
+    assert read_topic(kafka, f"{job_def.name}.double.dlq", timeout=5, idle=2) == []
+
+
+def test_records_it_cannot_read_are_dead_lettered_with_their_reason(kafka, tmp_path, registry):
+    job_def = UniqueJob(kafka, tmp_path, FACTORY, "wirebad", registry)
+    words = f"{job_def.prefix}words"
+    good = _their_values(SchemaRegistryClient({"url": registry}), words)
+    unknown = b"\x00" + (987_654).to_bytes(4, "big") + good[0][5:]
+    bad_magic = b"\x01" + good[1][1:]
+    truncated = good[2][:-1]
+    _send(kafka, words, [good[0], unknown, good[1], bad_magic, truncated, good[2]])
+    job = job_def.job(computations=["double"]).start()
+    try:
+        out = read_topic(kafka, f"{job_def.prefix}doubled", expect=3, timeout=120)
+        dead = read_topic(kafka, f"{job_def.name}.double.dlq", expect=3, timeout=60)
+        assert job.alive(), job.output()[-3000:]
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+    assert len(out) == 3
+    found = []
+    for m in sorted(dead, key=lambda m: m.offset()):
+        headers = dict(m.headers())
+        found.append((headers["logwheel.error.stage"].decode(), headers["logwheel.error"].decode()))
+    assert [m.value() for m in sorted(dead, key=lambda m: m.offset())] == [
+        unknown,
+        bad_magic,
+        truncated,
+    ]
+    assert [stage for stage, _ in found] == ["decode"] * 3, found
+    assert "unknown schema id 987654" in found[0][1] and registry in found[0][1], found[0]
+    assert "wrong magic byte 0x01" in found[1][1], found[1]
+    assert "truncated body" in found[2][1] and "schema id" in found[2][1], found[2]
+
+
+def test_a_registry_that_does_not_answer_stops_the_start_in_one_line(kafka, tmp_path):
+    nowhere = f"http://127.0.0.1:{any_free_port()}"
+    job_def = UniqueJob(kafka, tmp_path, FACTORY, "wiredown", nowhere)
+    job = job_def.job(computations=["double"]).start()
+    wait_for(lambda: not job.alive(), 90, what="the job to refuse to start")
+    assert job.proc.returncode == 1, job.output()[-3000:]
+    last = job.output().strip().splitlines()[-1]
+    assert nowhere in last and "does not answer" in last, job.output()[-3000:]
+
+
+def test_the_registry_its_auth_and_subject_strategy_come_from_the_config_file(
+    kafka, tmp_path, registry
+):
+    """No registry in the code: `[registry]` in --config names it (its URL from the
+    environment through `${VAR}`) and the subject strategy writers register under."""
+    job_def = UniqueJob(kafka, tmp_path, FACTORY, "wirecfg", None)
+    words, doubled = f"{job_def.prefix}words", f"{job_def.prefix}doubled"
+    client = SchemaRegistryClient({"url": registry})
+    _send(kafka, words, _their_values(client, words))
+    config = tmp_path / "job.toml"
+    config.write_text(
+        '[registry]\nurl = "${JOB_REGISTRY}"\nsubject_name_strategy = "topic_record"\n'
+        '"max.retries" = 3\n'
+    )
+    job = job_def.job(computations=["double"], config=config, env={"JOB_REGISTRY": registry})
+    job.env.pop("LOGWHEEL_SCHEMA_REGISTRY", None)
+    job.start()
+    try:
+        out = read_topic(kafka, doubled, expect=len(WORDS), timeout=120)
+        assert job.alive(), job.output()[-3000:]
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+    deserialize = AvroDeserializer(client)
+    ctx = SerializationContext(doubled, MessageField.VALUE)
+    assert [deserialize(m.value(), ctx) for m in out] == [
+        {"word": w, "count": 2 * c} for w, c, _ in WORDS
+    ]
+    subjects = set(client.get_subjects())
+    assert f"{doubled}-wordcount.WordCount" in subjects  # TopicRecordNameStrategy
+    assert f"{doubled}-value" not in subjects
+
+
+def test_an_unknown_registry_setting_stops_the_start_in_one_line(kafka, tmp_path, registry):
+    job_def = UniqueJob(kafka, tmp_path, FACTORY, "wirekey", registry)
+    config = tmp_path / "job.toml"
+    config.write_text('[registry]\n"basic.auth.pasword" = "hunter2"\n')
+    job = job_def.job(computations=["double"], config=config).start()
+    wait_for(lambda: not job.alive(), 90, what="the job to refuse to start")
+    assert job.proc.returncode == 1, job.output()[-3000:]
+    last = job.output().strip().splitlines()[-1]
+    assert "unknown key 'basic.auth.pasword'" in last and "basic.auth.user.info" in last, last
+    assert "hunter2" not in job.output()

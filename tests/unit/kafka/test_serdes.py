@@ -1,0 +1,155 @@
+"""Which codec a stream gets (framework/kafka/serdes.py), and that a registry away mid-run is
+not a bad record, without a broker or a registry."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from fastavro import schemaless_writer
+from fastavro.schema import parse_schema
+
+from framework import Computation, Pipeline, PipelineError
+from framework.errors import BadRecord, Retry
+from framework.jvm.process import any_free_port
+from framework.kafka import serdes
+from framework.kafka.records import decode_record
+from framework.kafka.schema_registry import REGISTRY_ENV, RegistryError, RegistryUnavailable
+from framework.serde.codecs import (
+    DecodeError,
+    decoder_for,
+    default_schemas,
+    encoder_for,
+    load_schemas,
+)
+from framework.serde.confluent import WireFormat, frame
+from tests.support import REPO
+from tests.unit.serde.test_confluent import WORD_V1, Memory
+
+
+def _pipeline(registry: str | None = None) -> Pipeline:
+    p = Pipeline("serdes", registry=registry)
+    p.source("theirs", schema="wordcount.WordCount", format="confluent")
+    p.source("plain")
+    p.computation(
+        "c",
+        Computation,
+        inputs={"plain": None},
+        outputs={"ours": "wordcount.WordCount"},
+    )
+    return p
+
+
+def test_streams_outside_the_wire_format_keep_their_codecs(monkeypatch):
+    monkeypatch.delenv(REGISTRY_ENV, raising=False)
+    p = _pipeline()
+    assert serdes.stream_decoder(p, "plain") is decoder_for(None)
+    assert serdes.stream_encoder(p, "ours") is encoder_for("wordcount.WordCount")
+    serdes.check_registry(p, p["c"])  # nothing in the wire format: no registry asked
+
+
+def test_a_wire_format_stream_without_a_registry_names_the_fix(monkeypatch):
+    monkeypatch.delenv(REGISTRY_ENV, raising=False)
+    with pytest.raises(PipelineError, match="LOGWHEEL_SCHEMA_REGISTRY"):
+        serdes.stream_decoder(_pipeline(), "theirs")
+
+
+def test_the_environment_names_the_registry_and_puts_streams_with_a_schema_in_the_wire_format(
+    monkeypatch,
+):
+    asked = []
+    monkeypatch.setattr(serdes, "wire_format", lambda reg: asked.append(reg.url) or _Wire())
+    monkeypatch.setenv(REGISTRY_ENV, "http://env:8081")
+    p = _pipeline()
+    assert serdes.stream_encoder(p, "ours") == ("encoder", "ours", "wordcount.WordCount")
+    assert serdes.stream_decoder(p, "theirs") == ("decoder", "theirs", "wordcount.WordCount")
+    assert serdes.stream_decoder(p, "plain") is decoder_for(None)  # no schema: JSON
+    assert serdes.stream_encoder(_pipeline("http://own:8081"), "ours")[0] == "encoder"
+    assert asked == ["http://env:8081", "http://env:8081", "http://own:8081"]
+
+
+class _Wire:
+    def encoder(self, topic, name):
+        return ("encoder", topic, name)
+
+    def decoder(self, topic, name):
+        return ("decoder", topic, name)
+
+
+def test_a_registry_away_is_retried_not_dead_lettered():
+    def away(_data):
+        raise RegistryUnavailable("http://r", "the registry at http://r does not answer")
+
+    def broken(_data):
+        raise ValueError("bad bytes")
+
+    with pytest.raises(Retry):
+        decode_record(away, "s", b"k", b"v", 0, None, "s/0/", 0)
+    with pytest.raises(BadRecord):
+        decode_record(broken, "s", b"k", b"v", 0, None, "s/0/", 0)
+
+
+THEIRS = {  # another team's WordCount: one field more than wordcount.WordCount
+    **WORD_V1,
+    "fields": [*WORD_V1["fields"], {"name": "lang", "type": "string", "default": "en"}],
+}
+
+
+@pytest.fixture
+def memory_wire(monkeypatch) -> Memory:
+    """The wire format against an in-memory registry, whatever URL is asked for."""
+    source = Memory()
+    wire = WireFormat(source, load_schemas(REPO / "schemas"))
+    monkeypatch.setattr(serdes, "wire_format", lambda url: wire)
+    monkeypatch.delenv(REGISTRY_ENV, raising=False)
+    return source
+
+
+def _theirs(source: Memory, topic: str, value: dict) -> bytes:
+    schema_id = source.register(f"{topic}-value", json.dumps(THEIRS))
+    out = io.BytesIO()
+    schemaless_writer(out, parse_schema(THEIRS), value)
+    return frame(schema_id, out.getvalue())
+
+
+def test_a_table_declared_in_the_wire_format_reads_by_id_resolved_to_the_declared_schema(
+    memory_wire,
+):
+    p = Pipeline("tables", registry="http://r")
+    p.source("profiles", schema="wordcount.WordCount", format="confluent")
+    value = _theirs(memory_wire, "profiles", {"word": "a", "count": 1, "lang": "fr"})
+    assert serdes.table_decoder(p, "profiles")(value) == {"word": "a", "count": 1}
+    with pytest.raises(DecodeError, match="looks like JSON"):
+        serdes.table_decoder(p, "profiles")(b'{"word":"a"}')
+
+
+def test_an_undeclared_table_reads_wire_format_values_as_written_once_there_is_a_registry(
+    memory_wire,
+):
+    value = _theirs(memory_wire, "other", {"word": "a", "count": 1, "lang": "fr"})
+    single = encoder_for("wordcount.WordCount")({"word": "b", "count": 2})
+    decode = serdes.table_decoder(Pipeline("tables", registry="http://r"), "other")
+    assert decode(value) == {"word": "a", "count": 1, "lang": "fr"}  # the reader is the writer
+    assert decode(single) == {"word": "b", "count": 2} and decode(b'{"x":1}') == {"x": 1}
+    with pytest.raises(DecodeError, match="unknown schema id 77"):
+        decode(frame(77, b""))
+    with pytest.raises(DecodeError, match="not UTF-8"):
+        decode(b"\xff")
+
+
+def test_without_a_registry_any_decoder_is_todays_self_describing_decoding(monkeypatch):
+    monkeypatch.delenv(REGISTRY_ENV, raising=False)
+    p = Pipeline("tables").source("declared", schema="wordcount.WordCount")
+    assert serdes.any_decoder(None, "t") == default_schemas().decode_any
+    assert serdes.table_decoder(p, "declared") == default_schemas().decode_any
+    assert serdes.table_decoder(p, "undeclared") == default_schemas().decode_any
+
+
+def test_a_table_under_a_registry_that_does_not_answer_fails_the_start_naming_it(monkeypatch):
+    monkeypatch.delenv(REGISTRY_ENV, raising=False)
+    nowhere = f"http://127.0.0.1:{any_free_port()}"
+    p = Pipeline("tables", registry=nowhere).source("in")
+    p.computation("c", Computation, inputs={"in": None}, tables={"t": "their.changelog"})
+    with pytest.raises(RegistryError, match=f"{nowhere} does not answer"):
+        serdes.check_registry(p, p["c"])
