@@ -120,12 +120,13 @@ class Runner:
 
     def _retrying(self, stop: threading.Event, what: str, step):
         """`step()`, again every second while the cluster cannot be reached (a broker down or
-        restarting must not end the process); None if `stop` is set meanwhile."""
+        restarting must not end the process) or a client met a fatal error (a fenced producer:
+        the next attempt makes new ones); None if `stop` is set meanwhile."""
         while not stop.is_set():
             try:
                 with reaching_kafka():
                     return step()
-            except Retry as error:
+            except (Retry, Rejoin) as error:
                 why = str(error)
             log.warning("%s: %s: cannot reach Kafka (%s); retrying", self.spec.group, what, why)
             # The failed attempt's clients sit in its traceback's cycle: destroy them now, or

@@ -113,6 +113,21 @@ def test_a_failed_attempt_leaves_no_client_behind(tmp_path):
     assert isinstance(runner._retrying(stop, "joining", attempt), Client)
 
 
+def test_a_fatal_client_error_while_joining_is_tried_again(tmp_path):
+    attempts = []
+
+    def attempt():
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+        return "member"
+
+    stop = threading.Event()
+    stop.wait = lambda s: None
+    runner = Runner(_pipeline(), "c", bootstrap="127.0.0.1:1", state_dir=tmp_path)
+    assert runner._retrying(stop, "joining", attempt) == "member" and len(attempts) == 2
+
+
 class Recorder:
     def __init__(self, calls: list, name: str) -> None:
         self.calls, self.name = calls, name
