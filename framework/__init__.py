@@ -6,6 +6,7 @@ from framework.core.api import MIN_TIME, Computation, Context, Record, Timer
 from framework.core.pipeline import (
     BoundedOutOfOrderness,
     InjectorWatermark,
+    Percentile,
     Pipeline,
     PipelineError,
     key_by,
@@ -17,6 +18,7 @@ __all__ = [
     "Computation",
     "Context",
     "InjectorWatermark",
+    "Percentile",
     "Pipeline",
     "PipelineError",
     "Record",

@@ -79,5 +79,6 @@ class LateRecord(BadRecord):
     `logwheel_late_records_total` and dropped or dead-lettered at stage "late" by the
     computation's `on_late`, never stopped on."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, closes: int | None = None) -> None:
         super().__init__("late", reason)
+        self.closes = closes  # the lowest input watermark the record is late by, if known

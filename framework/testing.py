@@ -17,6 +17,7 @@ from framework.core.context import copy_json, production_id
 from framework.core.dead_letters import ErrorPolicy, reason_of
 from framework.core.executor import Executor
 from framework.core.keyed_state import MemoryStateBackend
+from framework.core.percentile import percentile_watermark
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.timers import MemoryTimerBackend
 from framework.errors import BadRecord
@@ -87,6 +88,7 @@ class Harness:
         self._now = 0
         self._ids = itertools.count()
         self._tables = {name: MemoryTable() for name in self.spec.tables}
+        self._upstream: dict[tuple[str, int], tuple[int, float]] = {}  # -> (watermark, rate)
         self.executor = self._new_executor()
 
     def _new_executor(self) -> Executor:
@@ -156,6 +158,39 @@ class Harness:
         self._commit()
         return fired
 
+    def set_partition_watermark(
+        self, partition: int, ms: int, *, rate: float = 1.0, stream: str | None = None
+    ) -> int:
+        """Set the watermark of one upstream partition — partition `partition` of input
+        `stream` (default: the only input), as its marks would — and its recent rate in
+        records a second (its weight under a `Percentile`); never lowers it. The input low
+        watermark becomes the computation's over the partitions set so far: the strict
+        minimum, or the time its Percentile's fraction of their rate has passed (the strict
+        one bounds `output_watermark()`). Fires the due timers; returns how many fired."""
+        if stream is None:
+            if len(self._inputs) != 1:
+                raise ValueError(
+                    f"computation {self.spec.name!r} reads {sorted(self._inputs)}: name the "
+                    "input, set_partition_watermark(partition, ms, stream=...)"
+                )
+            (stream,) = self._inputs
+        elif stream not in self._inputs:
+            raise ValueError(
+                f"computation {self.spec.name!r} does not read {stream!r}; "
+                f"its inputs are {sorted(self._inputs)}"
+            )
+        if rate < 0:
+            raise ValueError(f"rate must be >= 0 records a second, got {rate}")
+        previous, _ = self._upstream.get((stream, partition), (ms, rate))
+        self._upstream[(stream, partition)] = (max(ms, previous), rate)
+        units = [(w, False, r) for w, r in self._upstream.values()]
+        strict = min(w for w, _, _ in units)
+        fraction = 1.0 if self.spec.low_watermark is None else self.spec.low_watermark.fraction
+        firing, _ = percentile_watermark(units, fraction)
+        fired = self.executor.advance_watermark(strict if firing is None else firing, strict)
+        self._commit()
+        return fired
+
     def advance_processing_time(self, ms: int) -> int:
         """Set the processing-time clock to `ms` and fire the due timers; returns how many."""
         if ms < self._now:
@@ -169,11 +204,12 @@ class Harness:
         """Drop the executor and build a new one from the committed state and timers, as a
         process restart would; the input watermark is carried over (the runtime restores it
         from the watermark channels)."""
-        watermark = self.executor.input_watermark
-        late = self.executor.late_records
+        old = self.executor
         self.executor = self._new_executor()
-        self.executor.input_watermark = watermark
-        self.executor.late_records = late
+        self.executor.input_watermark = old.input_watermark
+        self.executor.strict_watermark = old.strict_watermark
+        self.executor.late_records = old.late_records
+        self.executor.percentile_late = old.percentile_late
 
     # -- looking ------------------------------------------------------------------------------
 
@@ -209,9 +245,20 @@ class Harness:
         return self.executor.late_records
 
     @property
+    def percentile_late_records(self) -> int:
+        """Late records that only a `Percentile` low watermark made late (also in
+        `late_records`)."""
+        return self.executor.percentile_late
+
+    @property
     def watermark(self) -> int:
-        """The input low watermark."""
+        """The input low watermark: the one timers and lateness follow (ctx.low_watermark)."""
         return self.executor.input_watermark
+
+    @property
+    def strict_watermark(self) -> int:
+        """The strict input low watermark: the minimum over every upstream partition."""
+        return self.executor.strict_watermark
 
     def output_watermark(self) -> int:
         """The low watermark this computation would publish for its outputs."""

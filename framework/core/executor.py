@@ -16,7 +16,7 @@ from framework.core.api import EVENT, MIN_TIME, PROCESSING, Computation, Record,
 from framework.core.clock import now_ms
 from framework.core.context import KeyedContext, Output, production_id
 from framework.core.keyed_state import KeyedState, StateBackend
-from framework.core.metrics import LATE_RECORDS
+from framework.core.metrics import LATE_RECORDS, PERCENTILE_LATE_RECORDS
 from framework.core.pipeline import ComputationSpec
 from framework.core.timers import TimerService
 from framework.errors import BadRecord, LateRecord, Retry
@@ -33,7 +33,9 @@ class Executor:
 
     The driver feeds `process(record)` (record.key already the routing key), moves the input
     watermark with `advance_watermark`, calls `fire_due()` for processing-time timers, and
-    publishes `output_watermark()`. A hook call that raises, or whose productions or state
+    publishes `output_watermark()`. A computation with a `Percentile` low watermark has two:
+    `input_watermark`, the one it fires on (timers, lateness, ctx.low_watermark), and
+    `strict_watermark`, the minimum over every input, which alone bounds what it publishes. A hook call that raises, or whose productions or state
     cannot be stored, is dead-lettered with its state and timer changes undone and its
     productions dropped; processing goes on. A `Retry` (something the hook needs is away, such
     as the registry behind a table) undoes the call's effects and goes up to the driver, which
@@ -57,7 +59,10 @@ class Executor:
         self.output = output
         self.clock = clock
         self.input_watermark: int = MIN_TIME
+        self.strict_watermark: int = MIN_TIME
         self.late_records = 0
+        self.percentile_late = 0  # late by input_watermark, on time by strict_watermark
+        self._percentile = spec.low_watermark is not None
         self._state = KeyedState(
             state,
             encoder_for(spec.state_schema),
@@ -70,6 +75,7 @@ class Executor:
             self, self._state, self._timers, output, spec.group, frozenset(spec.outputs), tables
         )
         self._late_metric = LATE_RECORDS.labels(spec.name)
+        self._percentile_metric = PERCENTILE_LATE_RECORDS.labels(spec.name)
         cls = type(self.computation)
         self._process_record = self.computation.process_record
         self._on_late = (
@@ -95,7 +101,7 @@ class Executor:
             if self._on_late is None:
                 self._late(record)
                 return
-            self._count_late()
+            self._count_late(record.timestamp + 1)
             hook, stage = self._on_late, "on_late_record"
         else:
             hook, stage = self._process_record, "process_record"
@@ -120,13 +126,19 @@ class Executor:
             ctx._abort()
             raise
 
-    def _count_late(self) -> None:
+    def _count_late(self, closes: int) -> None:
+        """Count a late record; `closes` is the lowest watermark it is late by: one the strict
+        watermark has not reached makes it late only because of the percentile."""
         self.late_records += 1
         self._late_metric.inc()
+        if self._percentile and closes > self.strict_watermark:
+            self.percentile_late += 1
+            self._percentile_metric.inc()
 
     def _late(self, record: Record, error: LateRecord | None = None) -> None:
         """Count a late record and drop it, or dead-letter it (`on_late="dead_letter"`)."""
-        self._count_late()
+        closes = error.closes if error is not None and error.closes is not None else None
+        self._count_late(record.timestamp + 1 if closes is None else closes)
         if self.spec.on_late == "dead_letter":
             if error is None:
                 error = LateRecord(
@@ -135,11 +147,15 @@ class Executor:
                 )
             self.output.dead_letter(record, error, error.stage)
 
-    def advance_watermark(self, w: int) -> int:
-        """Raise the input low watermark to `w` (a lower `w` is ignored: it is monotone), then
-        fire what is due; returns how many timers fired."""
+    def advance_watermark(self, w: int, strict: int | None = None) -> int:
+        """Raise the input low watermark to `w` and the strict one to `strict` (default `w`; a
+        lower value is ignored: both are monotone), then fire what is due; returns how many
+        timers fired."""
         if w > self.input_watermark:
             self.input_watermark = w
+        strict = w if strict is None else strict
+        if strict > self.strict_watermark:
+            self.strict_watermark = strict
         return self.fire_due()
 
     def fire_due(self) -> int:
@@ -170,9 +186,10 @@ class Executor:
             fired += 1
 
     def output_watermark(self) -> int:
-        """Bound on the timestamps of this computation's future output: min(input watermark,
-        earliest pending event-time timer), less the spec's hold."""
-        return self.spec.output_watermark(self.input_watermark, self._timers.earliest(EVENT))
+        """Bound on the timestamps of this computation's future output: min(strict input
+        watermark, earliest pending event-time timer), less the spec's hold."""
+        strict = self.strict_watermark if self._percentile else self.input_watermark
+        return self.spec.output_watermark(strict, self._timers.earliest(EVENT))
 
     def next_processing_timer(self) -> int | None:
         """When the earliest processing-time timer is due, None if there is none."""

@@ -35,6 +35,12 @@ LATE_RECORDS = Counter(
     "all their windows had closed), dropped, dead-lettered or handed to on_late_record.",
     ["computation"],
 )
+PERCENTILE_LATE_RECORDS = Counter(
+    "logwheel_percentile_late_records",
+    "Late records (also in logwheel_late_records) that were late only because the computation "
+    "fires on a percentile low watermark: the strict one had not passed them.",
+    ["computation"],
+)
 COMMITS = Counter(
     "logwheel_commits", "Commits (Kafka transactions) that succeeded.", ["computation"]
 )
@@ -87,12 +93,18 @@ CONSUMER_LAG = Gauge(
 )
 INPUT_WATERMARK = Gauge(
     "logwheel_input_low_watermark_ms",
-    "A task's input low watermark, ms since the epoch (absent while unknown).",
+    "A task's strict input low watermark, ms since the epoch (absent while unknown).",
     ["computation", "partition"],
 )
 OUTPUT_WATERMARK = Gauge(
     "logwheel_output_low_watermark_ms",
     "The low watermark a task publishes for its outputs, ms since the epoch.",
+    ["computation", "partition"],
+)
+PERCENTILE_WATERMARK = Gauge(
+    "logwheel_percentile_low_watermark_ms",
+    "The percentile low watermark a task of a computation declared with Percentile fires on, ms "
+    "since the epoch (logwheel_input_low_watermark_ms stays the strict one).",
     ["computation", "partition"],
 )
 WATERMARK_LAG = Gauge(

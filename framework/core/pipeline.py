@@ -19,6 +19,7 @@ from framework.core.streams import (
     InjectorWatermark,
     Input,
     KeyExtractor,
+    Percentile,
     PipelineError,
     Source,
     WatermarkPolicy,
@@ -45,6 +46,7 @@ __all__ = [
     "InjectorWatermark",
     "Input",
     "KeyExtractor",
+    "Percentile",
     "Pipeline",
     "PipelineError",
     "Source",
@@ -71,6 +73,10 @@ class ComputationSpec:
     """How far below min(input watermark, earliest pending event-time timer) the output
     watermark stays: a window's result, produced by its timer at `end + grace`, carries the
     timestamp `end - 1`; a hold of `grace_ms` keeps every result on time downstream."""
+    low_watermark: Percentile | None = None
+    """What the timers, windows and lateness follow: None, the strict input low watermark (the
+    minimum over every upstream partition); a `Percentile`, the time that partitions holding
+    that fraction of the recent input have passed. What is published stays strict."""
 
     @property
     def group(self) -> str:
@@ -176,6 +182,7 @@ class Pipeline:
         on_error: str = "dead_letter",
         tables: Mapping[str, str] | None = None,
         formats: Mapping[str, str] | None = None,
+        low_watermark: Percentile | None = None,
     ) -> Pipeline:
         """Declare a computation reading `inputs` (stream -> key extractor or None).
 
@@ -184,7 +191,9 @@ class Pipeline:
         record becomes: "dead_letter" (its dead-letter topic), "skip" (counted) or "stop".
         `tables` names compacted topics (name -> topic, e.g. another computation's changelog)
         the hooks read with `ctx.table(name)`, co-partitioned with the key space. `formats`
-        says how outputs with a schema are written (stream -> "confluent" or "avro")."""
+        says how outputs with a schema are written (stream -> "confluent" or "avro").
+        `low_watermark=Percentile(f)` fires timers on the time that upstream partitions holding
+        a fraction f of the recent input have passed (default: the strict minimum)."""
         if not NAME.match(name):
             raise PipelineError(f"computation name {name!r} must match [a-z][a-z0-9-]*")
         if name in self.computations:
@@ -224,6 +233,11 @@ class Pipeline:
                     f"computation {name!r}: output {stream!r} is format={fmt!r} but has no "
                     "schema: give it one (outputs={stream: 'full.Name'})"
                 )
+        if low_watermark is not None and not isinstance(low_watermark, Percentile):
+            raise PipelineError(
+                f"computation {name!r}: low_watermark={low_watermark!r}; use Percentile(0.99) "
+                "or leave it out for the strict minimum"
+            )
         for stream, extractor in inputs.items():
             if extractor is not None and not callable(extractor):
                 raise PipelineError(
@@ -242,6 +256,7 @@ class Pipeline:
             on_error=on_error,
             tables=tables,
             formats=formats,
+            low_watermark=low_watermark,
         )
         return self
 
@@ -260,13 +275,15 @@ class Pipeline:
         on_late: str = "drop",
         on_error: str = "dead_letter",
         partitions: int | None = None,
+        low_watermark: Percentile | None = None,
     ) -> Pipeline:
         """Declare a windowed aggregation: per key of `inputs`, the records of each `window`
         (`windows.Tumbling`, `Hopping` or `Session`) folded by `aggregate`, produced on `output`
         as `{"key", "start", "end", "value"}` with timestamp `end - 1` — once, when the input
         low watermark reaches `end + grace_ms` (`emit="final"`), or on every change
         (`emit="update"`). A record whose windows have all closed is late: dropped and counted
-        (`on_late="drop"`) or dead-lettered at stage "late" (`on_late="dead_letter"`)."""
+        (`on_late="drop"`) or dead-lettered at stage "late" (`on_late="dead_letter"`).
+        `low_watermark=Percentile(f)` closes windows on a percentile low watermark."""
         where = f"windowed computation {name!r}"
         if not isinstance(window, Hopping | Session):
             raise PipelineError(
@@ -296,6 +313,7 @@ class Pipeline:
             partitions=partitions,
             on_error=on_error,
             formats={output: output_format} if output_format else None,
+            low_watermark=low_watermark,
         )
         self.computations[name] = replace(
             self.computations[name], on_late=on_late, hold_ms=window.grace_ms

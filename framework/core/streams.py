@@ -93,6 +93,25 @@ WatermarkPolicy = BoundedOutOfOrderness | InjectorWatermark
 
 
 @dataclass(frozen=True)
+class Percentile:
+    """A computation's percentile low watermark (MillWheel §7.2): its timers and windows fire
+    on the largest time that upstream partitions holding at least `fraction` of the recent
+    input (each weighted by its record rate over the last minute) have passed, instead of the
+    strict minimum over all of them. Records behind it are late and follow the late policy;
+    the computation still publishes the strict watermark downstream. 1.0 is the strict one."""
+
+    fraction: float
+
+    def __post_init__(self) -> None:
+        number = isinstance(self.fraction, int | float) and not isinstance(self.fraction, bool)
+        if not number or not 0 < self.fraction <= 1:
+            raise PipelineError(
+                f"Percentile({self.fraction!r}): give the fraction of the recent input to wait "
+                "for, 0 < fraction <= 1, e.g. Percentile(0.99)"
+            )
+
+
+@dataclass(frozen=True)
 class Source:
     stream: str
     schema: str | None

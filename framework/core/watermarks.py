@@ -33,6 +33,13 @@ class Mark:
     idle: bool
     offsets: Offsets
     input_watermark: int = MIN_TIME
+    read: int = 0  # how far the producer has read its input: its weight's growth
+    percentile_late: int = 0  # records a task took as late only by its percentile watermark
+
+    @property
+    def state(self) -> tuple[int, bool, int, int, int]:
+        """What it promises and reports, offsets aside: a new mark is due when this moves."""
+        return self.watermark, self.idle, self.input_watermark, self.read, self.percentile_late
 
     @classmethod
     def of(
@@ -43,12 +50,14 @@ class Mark:
         written: Offsets,
         outputs: Iterable[str],
         input_watermark: int = MIN_TIME,
+        read: int = 0,
+        percentile_late: int = 0,
     ) -> Mark:
         """The mark a producer publishes: with the last offset it wrote to each partition of
         its outputs (`written` holds every topic the process wrote)."""
         outputs = set(outputs)
         offsets = {tp: o for tp, o in written.items() if tp[0] in outputs}
-        return cls(producer, watermark, idle, offsets, input_watermark)
+        return cls(producer, watermark, idle, offsets, input_watermark, read, percentile_late)
 
 
 def encode_mark(mark: Mark) -> bytes:
@@ -58,6 +67,8 @@ def encode_mark(mark: Mark) -> bytes:
             "watermark": mark.watermark,
             "idle": mark.idle,
             "input_watermark": mark.input_watermark,
+            "read": mark.read,
+            "percentile_late": mark.percentile_late,
             "offsets": [
                 {"topic": t, "partition": p, "offset": o} for (t, p), o in mark.offsets.items()
             ],
@@ -68,7 +79,15 @@ def encode_mark(mark: Mark) -> bytes:
 def decode_mark(raw: bytes) -> Mark:
     v = _decode(raw)
     offsets = {(o["topic"], o["partition"]): o["offset"] for o in v["offsets"]}
-    return Mark(v["producer"], v["watermark"], v["idle"], offsets, v["input_watermark"])
+    return Mark(
+        v["producer"],
+        v["watermark"],
+        v["idle"],
+        offsets,
+        v["input_watermark"],
+        v["read"],
+        v["percentile_late"],
+    )
 
 
 _encode = encoder_for(WATERMARK_SCHEMA)

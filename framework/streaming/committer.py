@@ -42,7 +42,7 @@ class Committer:
         self.consumer = consumer
         self.eos = spec.exactly_once
         self.instance = instance
-        self.marks: dict[str, tuple[int, bool, int]] = {}  # what each task last published
+        self.marks: dict[str, tuple] = {}  # what each task last published (Mark.state)
         self.last_commit = time.monotonic()
         self.refusal: KafkaError | None = None  # the broker refused a record's content
         if self.eos:
@@ -76,7 +76,7 @@ class Committer:
             sent = {}
             for task in due:
                 mark = task.mark()
-                sent[task.producer] = (mark.watermark, mark.idle, mark.input_watermark)
+                sent[task.producer] = mark.state
                 collector.send(
                     self.spec.watermarks, task.producer.encode(), encode_mark(mark), partition=0
                 )

@@ -17,6 +17,8 @@ from framework.core.metrics import (
     INPUT_WATERMARK,
     LATE_RECORDS,
     OUTPUT_WATERMARK,
+    PERCENTILE_LATE_RECORDS,
+    PERCENTILE_WATERMARK,
     RECORDS_IN,
     RECORDS_OUT,
     RESTORE_SECONDS,
@@ -37,7 +39,8 @@ class Meter:
         self.reported = time.monotonic()
         self._read: dict[int, int] = {}  # id(InputPartition) -> records already counted
         self._delivered: dict[str, int] = {}
-        for counter in (COMMITS, ABORTS, LATE_RECORDS, RESTORED_RECORDS, RESTORE_SECONDS):
+        counters = (COMMITS, ABORTS, LATE_RECORDS, PERCENTILE_LATE_RECORDS, RESTORED_RECORDS)
+        for counter in (*counters, RESTORE_SECONDS):
             counter.labels(computation)  # shown as 0 from the start, not only once it moves
 
     def report(self, tasks: Iterable[Task], inputs: Iterable[InputPartition]) -> None:
@@ -65,8 +68,10 @@ class Meter:
                 continue
             p = str(task.partition)
             executor = task.executor
-            if executor.input_watermark > MIN_TIME:
-                INPUT_WATERMARK.labels(name, p).set(executor.input_watermark)
+            if executor.strict_watermark > MIN_TIME:
+                INPUT_WATERMARK.labels(name, p).set(executor.strict_watermark)
+            if task.percentile is not None and executor.input_watermark > MIN_TIME:
+                PERCENTILE_WATERMARK.labels(name, p).set(executor.input_watermark)
             output = executor.output_watermark()
             if output > MIN_TIME:
                 OUTPUT_WATERMARK.labels(name, p).set(output)

@@ -10,6 +10,7 @@ its stage; the rest of the partition flows (invariant 7).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from confluent_kafka import Message
 
 from framework.core.api import MIN_TIME, Record
 from framework.core.executor import Executor
+from framework.core.percentile import RecentRate, Unit, Weighted, percentile_watermark
 from framework.core.pipeline import Input
 from framework.core.timers import encode_timer, timer_key
 from framework.core.watermarks import (
@@ -114,20 +116,32 @@ class Task:
     def low_watermark(self) -> tuple[int, bool]:
         raise NotImplementedError
 
-    def mark_state(self) -> tuple[int, bool, int]:
-        """What a mark published now would promise: (watermark, idle, input watermark)."""
+    def mark_state(self) -> tuple[int, bool, int, int, int]:
+        """What a mark published now would say (`Mark.state`): watermark, idle, input
+        watermark, how far it has read, records late only by the percentile watermark."""
         watermark, idle = self.low_watermark()
-        return max(self.published, watermark), idle, self.observed()
+        return max(self.published, watermark), idle, self.observed(), self.weight(), self.late()
 
     def mark(self) -> Mark:
         """The mark to publish on the watermark channel in this commit."""
-        self.published, idle, observed = self.mark_state()
+        watermark, idle, observed, read, late = self.mark_state()
+        self.published = watermark
         written = self.rt.collector.written
-        return Mark.of(self.producer, self.published, idle, written, self.outputs, observed)
+        return Mark.of(
+            self.producer, watermark, idle, written, self.outputs, observed, read, late
+        )
 
     def observed(self) -> int:
         """The input low watermark this task's hooks have seen."""
         return MIN_TIME
+
+    def weight(self) -> int:
+        """How far this task has read, for readers that weigh it (`Mark.read`); 0: none do."""
+        return 0
+
+    def late(self) -> int:
+        """Records taken as late only because of a percentile low watermark."""
+        return 0
 
     def resume(self, previous: Mark | None) -> None:
         """Continue from the last mark a previous owner of this task published."""
@@ -186,6 +200,10 @@ class RepartitionTask(Task):
         watermark, idle = self.input_watermark()
         return (self.published if watermark is None else watermark), idle
 
+    def weight(self) -> int:
+        # the computation's keyed tasks weigh this partition of the stream by its rate
+        return self.inputs[0].position if self.rt.spec.low_watermark is not None else 0
+
 
 class KeyedTask(Task):
     """One partition of a computation's key space: state, timers and the user's hooks."""
@@ -204,6 +222,7 @@ class KeyedTask(Task):
         self.producer = task_producer(spec.name, partition)
         self.outputs = set(spec.outputs)
         self.inputs = []
+        self.percentile = spec.low_watermark
         for i in spec.inputs:
             decode = stream_decoder(pipeline, i.stream, runtime.registry)
             if i.key is None:
@@ -215,10 +234,16 @@ class KeyedTask(Task):
                     repartition_producer(spec.name, i.stream, r)
                     for r in range(runtime.partitions[i.stream])
                 ]
-                watermark, channels = Published(topic, partition, producers), [spec.watermarks]
+                watermark = (
+                    Published(topic, partition, producers)
+                    if self.percentile is None
+                    else Weighted(topic, partition, producers, time.monotonic)
+                )
+                channels = [spec.watermarks]
             self.inputs.append(
                 InputPartition(topic, partition, i.stream, decode, watermark, channels)
             )
+        self._rates = [RecentRate(time.monotonic) for _ in self.inputs]
         self.output = TaskOutput(runtime)
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []
@@ -254,18 +279,45 @@ class KeyedTask(Task):
         inp.consumed_run(msgs)
 
     def tick(self) -> int:
-        watermark, _ = self.input_watermark()
-        if watermark is not None and watermark > self.executor.input_watermark:
-            self.executor.advance_watermark(watermark)
-        return self.executor.fire_due()
+        strict, _ = self.input_watermark()
+        firing = strict if self.percentile is None else self._percentile_watermark()
+        executor = self.executor
+        if (
+            strict is not None
+            and firing is not None
+            and (firing > executor.input_watermark or strict > executor.strict_watermark)
+        ):
+            executor.advance_watermark(firing, strict)
+        return executor.fire_due()
+
+    def _percentile_watermark(self) -> int | None:
+        """The watermark the hooks fire on (core/percentile.py): over the upstream partitions
+        of every input — a re-keyed input's source partitions, weighed by their marks, or the
+        partition this task reads, weighed by what it read."""
+        assert self.percentile is not None
+        units: list[Unit] = []
+        for inp, rate in zip(self.inputs, self._rates, strict=True):
+            rate.add(inp.position)
+            if inp.frozen is None and isinstance(inp.watermark, Weighted):
+                units += inp.watermark.units()
+            else:
+                units.append((*(inp.frozen or inp.watermark.value()), rate.rate()))
+        return percentile_watermark(units, self.percentile.fraction)[0]
 
     def observed(self) -> int:
         return self.executor.input_watermark
 
+    def late(self) -> int:
+        return self.executor.percentile_late
+
     def resume(self, previous: Mark | None) -> None:
         super().resume(previous)
         if previous is not None:
-            self.executor.advance_watermark(previous.input_watermark)
+            # the hooks' watermark goes on from where they saw it; a percentile one is ahead
+            # of the strict one, which is learnt again from the channels
+            strict = None if self.percentile is None else MIN_TIME
+            self.executor.advance_watermark(previous.input_watermark, strict)
+            self.executor.percentile_late = previous.percentile_late
 
     def low_watermark(self) -> tuple[int, bool]:
         _, idle = self.input_watermark()

@@ -66,7 +66,7 @@ class Windowed(Computation):
             if not self.final:
                 self._emit(ctx, start, start + size, acc)
         if not took:
-            raise LateRecord(self._late(record, ctx, [start + size for start in starts]))
+            raise self._late(record, ctx, [start + size for start in starts])
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -82,7 +82,7 @@ class Windowed(Computation):
             start = min(start, bridged[0][0])
             end = max(end, max(b[2] for b in bridged))
         if end + self.grace <= ctx.low_watermark:
-            raise LateRecord(self._late(record, ctx, [end]))
+            raise self._late(record, ctx, [end])
         slot = str(start)
         acc = _MISSING
         for _, old, _, other in bridged:
@@ -115,10 +115,11 @@ class Windowed(Computation):
         value = {"key": ctx.key, "start": start, "end": end, "value": self.aggregate.result(acc)}
         ctx.produce(self.output, value, timestamp=end - 1)
 
-    def _late(self, record: Record, ctx: Context, ends: list[int]) -> str:
+    def _late(self, record: Record, ctx: Context, ends: list[int]) -> LateRecord:
         closes = ", ".join(str(end + self.grace) for end in ends)
-        return (
+        return LateRecord(
             f"record at {record.timestamp} came after its window closed (the input low "
             f"watermark is {ctx.low_watermark}; it closed at {closes} = end + grace_ms "
-            f"{self.grace}): raise grace_ms to take records this late"
+            f"{self.grace}): raise grace_ms to take records this late",
+            closes=max(ends) + self.grace,
         )

@@ -56,6 +56,8 @@ SAMPLES = {
         "watermark": 1_700_000_000_000,
         "idle": False,
         "input_watermark": 1_700_000_000_500,
+        "read": 1234,
+        "percentile_late": 5,
         "offsets": [{"topic": "words", "partition": 3, "offset": 17}],
         "generation": 2,
         "sequence": 9,

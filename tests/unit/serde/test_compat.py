@@ -103,16 +103,27 @@ def test_the_repositorys_schemas_are_compatible(capsys):
     assert "all compatible" in capsys.readouterr().out
 
 
-def test_a_watermark_mark_of_the_first_version_decodes():
+def older_mark(number: int, value: dict) -> bytes:
+    """`value` written with version `number` of logwheel.Watermark, as an old producer did."""
     schemas = default_schemas()
-    ((number, v1),) = schemas.history["logwheel.Watermark"]
-    fp = next(fp for fp, (v, _) in schemas._older.items() if v == "logwheel.Watermark v1")
+    versions = dict(schemas.history["logwheel.Watermark"])
+    name = f"logwheel.Watermark v{number}"
+    fp = next(fp for fp, (v, _) in schemas._older.items() if v == name)
     buf = io.BytesIO()
     buf.write(MARKER + fp)
-    value = {"producer": "c/task/0", "watermark": 42, "idle": False, "offsets": []}
-    schemaless_writer(buf, v1, {**value, "generation": 0, "sequence": 0})
-    mark = decode_mark(buf.getvalue())
-    assert number == 1 and mark.watermark == 42 and mark.input_watermark == -(2**63)
+    value = {"producer": "c/task/0", "watermark": 42, "idle": False, "offsets": [], **value}
+    schemaless_writer(buf, versions[number], {**value, "generation": 0, "sequence": 0})
+    return buf.getvalue()
+
+
+def test_a_watermark_mark_of_the_first_version_decodes():
+    mark = decode_mark(older_mark(1, {}))
+    assert mark.watermark == 42 and mark.input_watermark == -(2**63)
+
+
+def test_a_watermark_mark_of_the_second_version_decodes_with_no_read_count():
+    mark = decode_mark(older_mark(2, {"input_watermark": 40}))
+    assert (mark.watermark, mark.input_watermark, mark.read, mark.percentile_late) == (42, 40, 0, 0)
 
 
 def test_a_reader_on_the_older_version_reads_what_the_newer_one_wrote(tmp_path):

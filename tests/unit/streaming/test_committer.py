@@ -20,7 +20,7 @@ class FakeTask:
     producer = "c/task/0"
 
     def __init__(self):
-        self.state = (5, False, 3)
+        self.state = (5, False, 3, 0, 0)  # Mark.state
 
     def prepare_commit(self):
         log.append("journals")
@@ -63,7 +63,7 @@ def test_the_steps_in_order_and_marks_only_when_they_moved():
     ]
     assert collector.producer.metadata["instance"] == "p.c.instance-1"
     assert not c.marks_moved([task])
-    task.state = (6, False, 3)
+    task.state = (6, False, 3, 0, 0)
     assert c.marks_moved([task])
 
 
