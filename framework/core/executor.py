@@ -35,11 +35,13 @@ class Executor:
     watermark with `advance_watermark`, calls `fire_due()` for processing-time timers, and
     publishes `output_watermark()`. A computation with a `Percentile` low watermark has two:
     `input_watermark`, the one it fires on (timers, lateness, ctx.low_watermark), and
-    `strict_watermark`, the minimum over every input, which alone bounds what it publishes. A hook call that raises, or whose productions or state
-    cannot be stored, is dead-lettered with its state and timer changes undone and its
-    productions dropped; processing goes on. A `Retry` (something the hook needs is away, such
-    as the registry behind a table) undoes the call's effects and goes up to the driver, which
-    runs the record again later: it is not the record's fault.
+    `strict_watermark`, the minimum over every input, which alone bounds what it publishes.
+
+    A hook call that raises, or whose productions or state cannot be stored, is dead-lettered
+    with its state and timer changes undone and its productions dropped; processing goes on.
+    A `Retry` (something the hook needs is away, such as the registry behind a table) undoes
+    the call's effects and goes up to the driver, which runs the record again later: it is not
+    the record's fault.
     """
 
     def __init__(

@@ -127,9 +127,7 @@ class Task:
         watermark, idle, observed, read, late = self.mark_state()
         self.published = watermark
         written = self.rt.collector.written
-        return Mark.of(
-            self.producer, watermark, idle, written, self.outputs, observed, read, late
-        )
+        return Mark.of(self.producer, watermark, idle, written, self.outputs, observed, read, late)
 
     def observed(self) -> int:
         """The input low watermark this task's hooks have seen."""
