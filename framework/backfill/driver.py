@@ -315,7 +315,9 @@ def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: s
         producer = task_producer(spec.name, p)
         prev: Mark | None = previous.get(producer)
         input_watermark = max(end, prev.input_watermark if prev else MIN_TIME)
-        low = spec.output_watermark(input_watermark, earliest.get(p))
+        # a Percentile's watermark may be ahead of the strict one; marks promise the strict one
+        strict = input_watermark if spec.low_watermark is None else end
+        low = spec.output_watermark(strict, earliest.get(p))
         offsets = dict(prev.offsets) if prev else {}
         for tp, offset in written.items():
             offsets[tp] = max(offset, offsets.get(tp, -1))

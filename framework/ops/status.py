@@ -16,7 +16,7 @@ from rich.table import Table
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
 from framework.core.pipeline import ComputationSpec, Pipeline
-from framework.core.watermarks import repartition_producer, task_producer
+from framework.core.watermarks import Mark, repartition_producer, task_producer
 from framework.kafka.config import client_config, consumer_config, reader_group
 from framework.kafka.errors import Unreachable
 from framework.streaming.channels import WatermarkChannels
@@ -36,6 +36,8 @@ class Status:
     consumer_lag: int | None  # records (not transaction markers) yet to read; None: no commit
     last_commit: int | None  # ms since the epoch, from the committed offset's metadata
     owner: str | None  # the group member holding it (its instance id), None: nobody
+    percentile_watermark: int | None = None  # what a Percentile computation fires on
+    percentile_late: int | None = None  # records late only because of that percentile
 
 
 _COUNT_LIMIT = 100_000
@@ -73,6 +75,7 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
                 for c in consumer.committed(tps, timeout=30) if tps else ():
                     mark = channels.latest(spec.watermarks, _producer(spec, c.topic, c.partition))
                     low = None if mark is None or mark.watermark == MIN_TIME else mark.watermark
+                    firing, late = _percentile(spec, c.topic, mark)
                     rows.append(
                         Status(
                             spec.name,
@@ -83,6 +86,8 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
                             _lag(consumer, c),
                             _committed_at(c.metadata),
                             owners.get((c.topic, c.partition)),
+                            firing,
+                            late,
                         )
                     )
             finally:
@@ -97,6 +102,19 @@ def _producer(spec: ComputationSpec, topic: str, partition: int) -> str:
     if any(i.key is not None and i.stream == topic for i in spec.inputs):
         return repartition_producer(spec.name, topic, partition)
     return task_producer(spec.name, partition)
+
+
+def _percentile(
+    spec: ComputationSpec, topic: str, mark: Mark | None
+) -> tuple[int | None, int | None]:
+    """For a keyed task of a computation with a Percentile: the watermark it fires on (what
+    its hooks saw when it published `mark`) and its records late only because of it."""
+    if spec.low_watermark is None or topic not in spec.keyed_topics:
+        return None, None
+    if mark is None:
+        return None, 0
+    firing = None if mark.input_watermark == MIN_TIME else mark.input_watermark
+    return firing, mark.percentile_late
 
 
 def _owners(admin: AdminClient, group: str) -> dict[tuple[str, int], str]:
@@ -147,7 +165,17 @@ def status_table(pipeline: str, rows: list[Status]) -> Table:
         table.add_column(column, justify="right" if column in ("partition", "lag") else "left")
     for column in ("consumer lag", "last commit (UTC)", "owner"):
         table.add_column(column, justify="right" if column == "consumer lag" else "left")
+    percentiles = any(r.percentile_late is not None for r in rows)
+    if percentiles:  # only when some computation fires on a Percentile
+        table.add_column("percentile watermark (UTC)")
+        table.add_column("late by percentile", justify="right")
     for r in rows:
+        extra = []
+        if percentiles:
+            extra = [
+                "-" if r.percentile_watermark is None else _when(r.percentile_watermark),
+                "-" if r.percentile_late is None else str(r.percentile_late),
+            ]
         table.add_row(
             r.computation,
             r.topic,
@@ -157,6 +185,7 @@ def status_table(pipeline: str, rows: list[Status]) -> Table:
             "-" if r.consumer_lag is None else str(r.consumer_lag),
             "-" if r.last_commit is None else _when(r.last_commit),
             r.owner or "-",
+            *extra,
         )
     return table
 

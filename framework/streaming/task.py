@@ -212,6 +212,7 @@ class KeyedTask(Task):
         partition: int,
         store: TaskStore,
         tables: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(runtime)
         pipeline, spec = runtime.pipeline, runtime.spec
@@ -235,13 +236,13 @@ class KeyedTask(Task):
                 watermark = (
                     Published(topic, partition, producers)
                     if self.percentile is None
-                    else Weighted(topic, partition, producers, time.monotonic)
+                    else Weighted(topic, partition, producers, clock)
                 )
                 channels = [spec.watermarks]
             self.inputs.append(
                 InputPartition(topic, partition, i.stream, decode, watermark, channels)
             )
-        self._rates = [RecentRate(time.monotonic) for _ in self.inputs]
+        self._rates = [RecentRate(clock) for _ in self.inputs]  # what this task reads
         self.output = TaskOutput(runtime)
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []

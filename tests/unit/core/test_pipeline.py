@@ -99,3 +99,24 @@ def test_a_format_that_cannot_be_written_is_refused_at_declaration():
         )
     with pytest.raises(PipelineError, match="not one of its outputs"):
         p.computation("c", Computation, inputs={"s": None}, formats={"x": "confluent"})
+
+
+def test_a_percentile_low_watermark_is_declared_on_computations_and_windows():
+    from framework import Percentile, windows
+
+    p = Pipeline("pctl")
+    p.source("s")
+    p.computation("c", Computation, inputs={"s": None}, low_watermark=Percentile(0.99))
+    p.windowed(
+        "w",
+        inputs={"s": None},
+        window=windows.Tumbling(size_ms=1000),
+        aggregate=windows.Count(),
+        output="o",
+        low_watermark=Percentile(0.9),
+    )
+    p.computation("strict", Computation, inputs={"s": None})
+    assert p["c"].low_watermark == Percentile(0.99) and p["w"].low_watermark == Percentile(0.9)
+    assert p["strict"].low_watermark is None
+    with pytest.raises(PipelineError, match="use Percentile"):
+        p.computation("bad", Computation, inputs={"s": None}, low_watermark=0.99)
