@@ -8,3 +8,22 @@ def test_graph_names_every_stream_computation_and_edge():
     assert '"s:queries" -> "c:window-counter" [label="by key"];' in dot
     assert '"c:dip-detector" -> "s:anomalies";' in dot
     assert dot.count("shape=box") == len(pipeline.computations)
+
+
+def test_the_table_shows_percentile_columns_only_when_a_computation_has_one():
+    from rich.console import Console
+
+    from framework.ops.status import Status, status_table
+
+    strict = Status("strict", "t", 0, 1_700_000_000_000, 1000, 0, None, "a")
+    fast = Status("fast", "p.fast.t.by-key", 0, 1_700_000_000_000, 1000, 0, None, "a",
+                  1_700_000_180_000, 42)  # fmt: skip
+
+    def shown(rows) -> str:
+        console = Console(width=400, record=True)
+        console.print(status_table("p", rows))
+        return console.export_text()
+
+    assert "percentile" not in shown([strict])
+    text = shown([strict, fast])
+    assert "late by percentile" in text and "2023-11-14 22:16:20.000" in text and "42" in text
