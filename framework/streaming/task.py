@@ -313,8 +313,8 @@ class KeyedTask(Task):
         super().resume(previous)
         if previous is not None:
             # the hooks' watermark goes on from where they saw it; a percentile one is ahead
-            # of the strict one, which is learnt again from the channels
-            strict = None if self.percentile is None else MIN_TIME
+            # of the strict one, which is at least what was published (the channels tell more)
+            strict = None if self.percentile is None else previous.watermark
             self.executor.advance_watermark(previous.input_watermark, strict)
             self.executor.percentile_late = previous.percentile_late
 

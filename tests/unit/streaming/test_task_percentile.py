@@ -91,4 +91,5 @@ def test_a_new_owner_resumes_the_hooks_watermark_and_the_late_count(tmp_path):
     keyed.resume(mark)
     executor = keyed.executor
     assert (executor.input_watermark, executor.percentile_late) == (BASE, 7)
+    assert executor.strict_watermark == BASE - BEHIND  # at least what its owner published
     assert keyed.mark_state()[0] == BASE - BEHIND  # not the percentile one it resumed
