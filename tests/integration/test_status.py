@@ -40,7 +40,7 @@ pipeline.computation("count", Count, inputs={NAME + "-in": None})
 def first_version_mark(producer: str, watermark: int) -> bytes:
     """A mark as logwheel.Watermark v1 (before input_watermark) encoded it."""
     schemas = default_schemas()
-    ((_, v1),) = schemas.history["logwheel.Watermark"]
+    v1 = dict(schemas.history["logwheel.Watermark"])[1]
     fp = next(fp for fp, (v, _) in schemas._older.items() if v == "logwheel.Watermark v1")
     buf = io.BytesIO()
     buf.write(MARKER + fp)
