@@ -1,8 +1,9 @@
 """Percentile low watermarks on a real broker (MillWheel §7.2): a re-keyed computation over
 eight source partitions, one of which lags minutes behind while the rest advance at the same
-rate. With `Percentile(0.85)` the windows of the keys the seven feed close on time and the
-straggler's records are late (dead-lettered, counted); with the default strict watermark the
-same windows wait; the strict watermark published downstream never passes a pending record."""
+rate. With `Percentile(0.85)` the windows and timers of the keys the seven feed close on time
+and the straggler's records are late (dead-lettered, or dropped and counted); with the default
+strict watermark the same windows wait; the strict watermark published downstream never passes
+a pending record."""
 
 from __future__ import annotations
 
@@ -28,7 +29,21 @@ from tests.support import (
 pytestmark = pytest.mark.timeout(240)
 
 JOB = """
-from framework import BoundedOutOfOrderness, Percentile, Pipeline, key_by, windows
+from framework import BoundedOutOfOrderness, Computation, Percentile, Pipeline, key_by, windows
+
+
+class Ticks(Computation):
+    \"\"\"Counts per key and second by hand, with event-time timers.\"\"\"
+
+    def process_record(self, ctx, record):
+        end = record.timestamp - record.timestamp % 1000 + 1000
+        ctx.state[str(end)] = ctx.state.get(str(end), 0) + 1
+        ctx.set_timer(str(end), end)
+
+    def process_timer(self, ctx, timer):
+        value = {"key": ctx.key, "start": timer.time - 1000, "value": ctx.state.pop(timer.tag)}
+        ctx.produce(NAME + "-ticks-counts", value)
+
 
 NAME, CLICKS = NAMES
 pipeline = Pipeline(NAME, partitions=8)
@@ -44,6 +59,14 @@ for name, low_watermark in (("fast", Percentile(0.85)), ("strict", None)):
         partitions=2,
         low_watermark=low_watermark,
     )
+pipeline.computation(
+    "ticks",
+    Ticks,
+    inputs={CLICKS: key_by("user")},
+    outputs={NAME + "-ticks-counts": None},
+    partitions=2,
+    low_watermark=Percentile(0.85),
+)
 """
 
 BASE = 1_700_000_000_000  # a multiple of the window
@@ -74,7 +97,7 @@ def test_a_percentile_closes_the_seven_partitions_windows_while_one_straggles(ka
     clicks = f"{name}-clicks"
     module = write_job(tmp_path, name.replace("-", "_"), job_source(JOB, NAMES=(name, clicks)))
     pipeline = import_job(tmp_path, module).pipeline
-    job = start_job(tmp_path, module, kafka, computations=2)
+    job = start_job(tmp_path, module, kafka, computations=3)
     try:
         producer = Producer({"bootstrap.servers": kafka, "enable.idempotence": True})
         for i in range(ROUNDS):
@@ -88,13 +111,16 @@ def test_a_percentile_closes_the_seven_partitions_windows_while_one_straggles(ka
         expected = sum(1 for i in range(ROUNDS) if timestamp(0, i) < closed_by - closed_by % 1000)
 
         def fast_done() -> bool:
-            msgs = read_topic(kafka, f"{name}-fast-counts", idle=0.5, timeout=10)
-            counts = counted(msgs)
-            return all(counts.get(p) == expected for p in range(7))
+            for out in ("fast", "ticks"):
+                counts = counted(read_topic(kafka, f"{name}-{out}-counts", idle=0.5, timeout=10))
+                if not all(counts.get(p) == expected for p in range(7)):
+                    return False
+            return True
 
         wait_for(fast_done, 90, interval=1, what="the seven partitions' windows to close")
         time.sleep(3)  # the marks and offsets of the last records
         fast = counted(read_topic(kafka, f"{name}-fast-counts", idle=1, timeout=10))
+        ticks = counted(read_topic(kafka, f"{name}-ticks-counts", idle=1, timeout=10))
         dead = read_topic(kafka, f"{name}.fast.dlq", idle=1, timeout=10)
         strict_out = read_topic(kafka, f"{name}-strict-counts", idle=1, timeout=10)
         strict_dead = read_topic(kafka, f"{name}.strict.dlq", idle=1, timeout=10)
@@ -103,8 +129,10 @@ def test_a_percentile_closes_the_seven_partitions_windows_while_one_straggles(ka
     finally:
         assert job.stop() == 0, job.output()[-3000:]
 
-    # with Percentile(0.85): the seven's windows closed though the straggler is minutes behind
+    # with Percentile(0.85): the seven's windows and timers closed and fired, though the
+    # straggler is minutes behind
     assert all(fast[p] == expected for p in range(7)), fast
+    assert all(ticks[p] == expected for p in range(7)), ticks
     # the straggler's records are late, dead-lettered with their reason; none disappears
     keys = {m.key().decode() for m in dead}
     stages = {dict(m.headers())["logwheel.error.stage"] for m in dead}
@@ -128,3 +156,6 @@ def test_a_percentile_closes_the_seven_partitions_windows_while_one_straggles(ka
     assert sum(r.percentile_late for r in keyed) == len(dead)
     assert all(r.percentile_watermark > r.low_watermark for r in keyed)
     assert all(r.percentile_late is None for r in rows if r.computation == "strict")
+    # the timers' computation drops the straggler's late records (the default), counted
+    late = sum(r.percentile_late for r in rows if r.computation == "ticks" and r.percentile_late)
+    assert late > 0 and ticks.get(STRAGGLER, 0) + late == ROUNDS

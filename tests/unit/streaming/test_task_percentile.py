@@ -51,7 +51,10 @@ def task(tmp_path, low_watermark) -> tuple[KeyedTask, Clock]:
 
 def feed(keyed: KeyedTask, clock: Clock, seconds: int = 60) -> None:
     """A minute of marks: every source partition reads 100 records a second; seven are at
-    BASE + t, the last one BEHIND them."""
+    BASE + t, the last one BEHIND them. First a record of the seven's and one of the
+    straggler's, each setting a timer just after it."""
+    keyed.executor.process(Record("seven", {}, BASE + 1000, "clicks", "id-s"))
+    keyed.executor.process(Record("straggler", {}, BASE - BEHIND + 1000, "clicks", "id-t"))
     (watermark,) = [inp.watermark for inp in keyed.inputs]
     for t in range(seconds + 1):
         clock.now = t
@@ -68,6 +71,7 @@ def test_a_percentile_task_fires_on_the_seven_and_publishes_the_strict_watermark
     feed(keyed, clock)
     executor, now = keyed.executor, BASE + 60_000
     assert (executor.input_watermark, executor.strict_watermark) == (now, now - BEHIND)
+    assert list(executor.timers.pending()) == []  # both fired
     executor.process(Record("u1", {}, now - BEHIND + 10, "clicks", "id-1"))  # the straggler's
     executor.process(Record("u2", {}, now - BEHIND - 10, "clicks", "id-2"))  # late anyway
     executor.process(Record("u3", {}, now + 5, "clicks", "id-3"))
@@ -81,6 +85,7 @@ def test_the_default_strict_watermark_waits_for_the_straggler(tmp_path):
     feed(keyed, clock)
     executor, now = keyed.executor, BASE + 60_000
     assert executor.input_watermark == executor.strict_watermark == now - BEHIND
+    assert [key for key, _ in executor.timers.pending()] == ["seven"]  # it waits
     executor.process(Record("u1", {}, now - BEHIND + 10, "clicks", "id-1"))
     assert (executor.late_records, executor.percentile_late) == (0, 0)
 
