@@ -127,3 +127,21 @@ def test_weighted_marks_weigh_each_upstream_producer_by_how_far_it_read():
     assert [round(u[2], 1) for u in units] == [10.0, 10.0, 1.0]
     assert percentile_watermark(units, 0.9) == (100_060, False)
     assert weighted.value() == (1_000, False)  # the strict one, as Published gives it
+
+
+def test_a_stalled_partition_stops_holding_a_99_percent_watermark_within_the_minute():
+    """The README's dashboard: eight partitions at the same rate; one stalls (no records, no
+    progress) and, once its share of the last minute's input is under 1%, is left behind."""
+    clock = Clock()
+    producers = [f"c/by-key/s/{r}" for r in range(8)]
+    weighted = Weighted("p.c.s.by-key", 0, producers, clock)
+    held = {}
+    for second in range(0, 181):
+        clock.now = second
+        for r, producer in enumerate(producers):
+            t = min(second, 60) if r == 7 else second  # partition 7 stalls at 60 s
+            weighted.offer(Mark(producer, 1_000 * t, False, {}, read=10 * t))
+        weighted.advance(1)
+        held[second] = percentile_watermark(weighted.units(), 0.99)[0] == 60_000
+    assert held[61] and held[110]  # it still carries more than 1% of the last minute
+    assert not held[120] and not held[180]
