@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError
+from framework.core.watermarks import partition_watermark
 
 HOUR_MS = 3_600_000
 
@@ -98,6 +99,28 @@ def pipeline_topics(pipeline: Pipeline) -> list[TopicSpec]:
     return list(plan.values())
 
 
+def part_topics(pipeline: Pipeline, part: str) -> list[TopicSpec]:
+    """The topics of the plan that one computation or injector `part` uses: its own, the
+    streams it reads and writes, the watermark channels it follows. `run` and `reset` of one
+    computation create only these, so a principal with that part's ACLs alone can do it."""
+    channel = f"{pipeline.name}.{part}.watermarks"
+    if part in pipeline.computations:
+        spec = pipeline[part]
+        names = {*(i.stream for i in spec.inputs), *spec.outputs}
+        for i in spec.inputs:
+            names |= set(partition_watermark(pipeline, i.stream, i.stream, 0)[1])
+        prefix = f"{spec.group}."
+    else:
+        names = {
+            s.stream
+            for s in pipeline.sources.values()
+            if isinstance(s.watermark, InjectorWatermark) and s.watermark.injector == part
+        }
+        names.add(channel)
+        prefix = channel
+    return [s for s in pipeline_topics(pipeline) if s.name in names or s.name.startswith(prefix)]
+
+
 def _stream_topic(pipeline: Pipeline, stream: str) -> TopicSpec:
     direct = {
         c.name: c.partitions
@@ -156,8 +179,10 @@ def create_topics(
     *,
     client_config: Mapping[str, Any] | None = None,
     timeout: float = 30.0,
+    part: str | None = None,
 ) -> list[str]:
-    """Create the topics of `pipeline` that do not exist yet; return the names created.
+    """Create the topics of `pipeline` (with `part`, of that computation or injector alone:
+    `part_topics`) that do not exist yet; return the names created.
 
     Idempotent: existing topics are kept as they are, provided they can serve (see
     `check_existing`); otherwise PipelineError names the fix and nothing is created. Returns
@@ -167,7 +192,8 @@ def create_topics(
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({**dict(client_config or {}), "bootstrap.servers": bootstrap})
-    return ensure_topics(admin, pipeline_topics(pipeline), timeout)
+    plan = pipeline_topics(pipeline) if part is None else part_topics(pipeline, part)
+    return ensure_topics(admin, plan, timeout)
 
 
 def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> list[str]:

@@ -102,7 +102,7 @@ class Runner:
             lock.close()
 
     def _start(self) -> dict[str, int]:
-        create_topics(self.bootstrap, self.pipeline, client_config=self.kafka)
+        create_topics(self.bootstrap, self.pipeline, client_config=self.kafka, part=self.spec.name)
         return partition_counts(self.bootstrap, self.kafka, self.spec)
 
     def _join(self, partitions: dict[str, int], instance: str) -> Member:
