@@ -113,9 +113,11 @@ def test_a_format_that_cannot_be_written_is_refused_at_declaration():
             r"must match \[a-z\]\[a-z0-9-\]\*",
         ),
         (
-            lambda: Pipeline("p" * 200)
-            .source("in")
-            .computation("c" * 40, Noop, inputs={"in": key_by("k")}),
+            lambda: (
+                Pipeline("p" * 200)
+                .source("in")
+                .computation("c" * 40, Noop, inputs={"in": key_by("k")})
+            ),
             "249-character limit",
         ),
     ],
