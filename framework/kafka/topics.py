@@ -14,12 +14,13 @@ have any number of partitions; the plan only says what to create them with.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError
 from framework.core.watermarks import partition_watermark
+from framework.errors import Retry
 
 HOUR_MS = 3_600_000
 
@@ -192,12 +193,20 @@ def create_topics(
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({**dict(client_config or {}), "bootstrap.servers": bootstrap})
-    plan = pipeline_topics(pipeline) if part is None else part_topics(pipeline, part)
-    return ensure_topics(admin, plan, timeout)
+    if part is None:
+        return ensure_topics(admin, pipeline_topics(pipeline), timeout)
+    plan = part_topics(pipeline, part)
+    own = f"{pipeline.name}.{part}."
+    others = {s.name for s in plan if s.kind == "watermarks" and not s.name.startswith(own)}
+    return ensure_topics(admin, plan, timeout, others=others)
 
 
-def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> list[str]:
-    """`create_topics` for the topics in `plan`, with an admin client of the caller's."""
+def ensure_topics(
+    admin: Any, plan: list[TopicSpec], timeout: float = 30.0, others: Collection[str] = ()
+) -> list[str]:
+    """`create_topics` for the topics in `plan`, with an admin client of the caller's.
+    `others` are another part's topics (an upstream watermark channel): where this principal
+    may not create one, its owner will, and this waits for it (Retry after `timeout`)."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
@@ -214,6 +223,7 @@ def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> l
 
     missing = [s for s in plan if s.name not in existing]
     created: list[str] = []
+    awaited: list[str] = []
     if missing:
         new = [NewTopic(s.name, s.partitions, -1, config=dict(s.config)) for s in missing]
         futures = admin.create_topics(new, request_timeout=timeout, operation_timeout=timeout)
@@ -223,15 +233,22 @@ def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> l
                 created.append(name)
             except KafkaException as exc:
                 error = exc.args[0]
-                if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED and name in others:
+                    awaited.append(name)
+                elif error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
                     raise PipelineError(
                         f"cannot create topic {name!r}: not authorized to see or create it: "
                         "grant this client's principal the pipeline's ACLs (`logwheel acls "
                         "MODULE:ATTR --principal ...`), or create it as an administrator"
                     ) from None
-                if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:  # a concurrent creator won
+                elif error.code() != KafkaError.TOPIC_ALREADY_EXISTS:  # a concurrent creator won
                     raise PipelineError(f"cannot create topic {name!r}: {error.str()}") from None
-    _wait_for_leaders(admin, {s.name: s for s in plan}, timeout)
+    try:
+        _wait_for_leaders(admin, {s.name: s for s in plan}, timeout)
+    except TimeoutError as error:
+        if not awaited:
+            raise
+        raise Retry(f"{error}: waiting for {awaited}, which their writers create") from None
     return created
 
 

@@ -12,6 +12,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from confluent_kafka import KafkaException
@@ -327,3 +328,34 @@ def test_a_killed_backfill_run_again_finishes_its_plan_once(kafka, tmp_path):
     wc.check_exact(wc.read_counts())
     plan = Plan.from_json(read_backfill_topic(kafka, topic)[PLAN_KEY])
     assert plan.status == "done"
+
+
+# -- secrets --------------------------------------------------------------------------------
+
+
+def test_a_secret_in_spark_settings_is_on_no_command_line(kafka, tmp_path):
+    """`logwheel backfill --config` with a keystore password in `[spark]`: while it runs,
+    no process's command line (what `ps` shows every local user) holds the password, though
+    Spark's JVM did start and the backfill did its work."""
+    wc = Wordcount(kafka, tmp_path)
+    wc.send_lines(50)
+    secret = f"s3cret-{os.getpid()}-{random.randrange(10**9)}"
+    config = tmp_path / "backfill.toml"
+    config.write_text('[spark]\n"spark.ssl.keyStorePassword" = "${SPARK_STORE_PASSWORD}"\n')
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}",
+           "SPARK_STORE_PASSWORD": secret}  # fmt: skip
+    args = [sys.executable, "-m", "framework.cli", "backfill", f"{wc.unique.module}:pipeline",
+            "--computation", "split-words", "--bootstrap", kafka, "--master", "local[1]",
+            "--config", str(config)]  # fmt: skip
+    seen: list[str] = []
+    with subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT) as backfilling:  # fmt: skip
+        while backfilling.poll() is None:
+            seen += subprocess.run(["ps", "-eww", "-o", "args="], capture_output=True,
+                                   text=True).stdout.splitlines()  # fmt: skip
+            time.sleep(0.2)
+        output = backfilling.stdout.read().decode(errors="replace")
+    assert backfilling.returncode == 0, output[-3000:]
+    assert any("org.apache.spark.deploy.SparkSubmit" in line for line in seen), "no Spark seen"
+    assert not [line for line in seen if secret in line]
+    assert secret not in output
