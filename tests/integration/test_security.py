@@ -284,10 +284,15 @@ def test_each_computation_and_injector_with_only_its_own_acls(secure, bootstrap,
 
     other = wc.pipeline["count-words"].changelog
     reader = f"{wc.pipeline['split-words'].group}.reader"  # a group split-words may use
-    assert _write_refused(bootstrap, settings("split-words"), other)
-    assert _read_refused(bootstrap, settings("split-words"), other, reader)
-    assert not _write_refused(bootstrap, settings("count-words"), other)  # the controls
-    assert not _read_refused(bootstrap, settings("count-words"), other, f"{other}.reader")
+    # (results named first: a failed assert then shows no password of the settings)
+    refused = _write_refused(bootstrap, settings("split-words"), other)
+    assert refused, "split-words' user wrote count-words' changelog"
+    refused = _read_refused(bootstrap, settings("split-words"), other, reader)
+    assert refused, "split-words' user read count-words' changelog"
+    refused = _write_refused(bootstrap, settings("count-words"), other)  # the controls
+    assert not refused, "count-words' user could not write its own changelog"
+    refused = _read_refused(bootstrap, settings("count-words"), other, f"{other}.reader")
+    assert not refused, "count-words' user could not read its own changelog"
 
     fed = Pipeline(f"{wc.name}-fed", partitions=1)
     fed.source(f"{wc.prefix}feed", watermark=InjectorWatermark("feeder"))
@@ -300,8 +305,10 @@ def test_each_computation_and_injector_with_only_its_own_acls(secure, bootstrap,
         now = int(time.time() * 1000)
         feeder.send(feed, {"line": "a b"}, key="k", timestamp=now)
         feeder.advance(now)
-    assert _write_refused(bootstrap, settings("feeder"), other)
-    assert _write_refused(bootstrap, settings("feeder"), wc.lines_topic)
+    refused = _write_refused(bootstrap, settings("feeder"), other)
+    assert refused, "the injector's user wrote a changelog"
+    refused = _write_refused(bootstrap, settings("feeder"), wc.lines_topic)
+    assert refused, "the injector's user wrote another stream"
 
 
 class Echo(Computation):
