@@ -112,7 +112,8 @@ def fetch(part: Part, into: Path, properties: dict[str, str]) -> Path:
         raise ConfigurationError(
             f"{part.needed_by} needs Java 17+: install it (apt-get install openjdk-17-jre-headless)"
         )
-    private_dir(into.parent)
+    if not into.parent.exists():  # a cache of ours: private; a directory given is left as is
+        private_dir(into.parent)
     with open(into.parent / ".lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if any(into.glob(part.marker)):  # another process fetched them meanwhile
