@@ -126,18 +126,19 @@ def _plan(consumer: Consumer, spec: ComputationSpec, point: str | int) -> list[T
 
 
 def _remove_local_state(local: Path) -> None:
-    """Everything in the state dir but the lock this process holds; an error is raised, never
-    swallowed: a half-removed store must not be reported as reset."""
+    """The state dir: its contents, then (still holding it) its lock file and itself. An error
+    is raised, never swallowed: a half-removed store must not be reported as reset."""
     if not local.is_dir():
         return
-    for entry in local.iterdir():
-        if entry.name == "lock":
-            continue
+    lock = local / "lock"
+    for entry in [*(e for e in local.iterdir() if e != lock), lock, local]:
         try:
-            if entry.is_dir() and not entry.is_symlink():
+            if entry == local:
+                local.rmdir()
+            elif entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)
             else:
-                entry.unlink()
+                entry.unlink(missing_ok=True)
         except OSError as error:
             raise PipelineError(
                 f"cannot remove local state {entry}: {error}; remove {local} by hand "
