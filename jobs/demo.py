@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient
 from framework.broker.embedded import ensure_running
 from framework.cli.options import confirmed
 from framework.core.pipeline import Pipeline
+from framework.files import private_dir
 from framework.kafka.topics import create_topics, pipeline_topics
 
 
@@ -57,6 +58,7 @@ def clean_slate(bootstrap: str, pipeline: Pipeline, state_dir: Path) -> None:
 
 def start_job(ref: str, bootstrap: str, state_dir: Path, log: Path) -> subprocess.Popen:
     """`logwheel run REF` in the background, its output in `log`."""
+    private_dir(log.parent)
     out = open(log, "w")  # noqa: SIM115 - handed to the child
     try:
         return subprocess.Popen(
