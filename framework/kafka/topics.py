@@ -201,6 +201,19 @@ def create_topics(
     return ensure_topics(admin, plan, timeout, others=others)
 
 
+def create_part_topics(
+    bootstrap: str, pipeline: Pipeline, part: str, client_config: Mapping[str, Any] | None
+) -> list[str]:
+    """What `run` of one computation and an injector create: the whole plan where the
+    principal may (one principal for the job, or none: every topic exists before any part
+    needs it, as before), else its own part's alone (a least-privilege principal, refused
+    another part's topics, whose own principal creates them)."""
+    try:
+        return create_topics(bootstrap, pipeline, client_config=client_config)
+    except PipelineError:
+        return create_topics(bootstrap, pipeline, client_config=client_config, part=part)
+
+
 def ensure_topics(
     admin: Any, plan: list[TopicSpec], timeout: float = 30.0, others: Collection[str] = ()
 ) -> list[str]:

@@ -27,7 +27,7 @@ from framework.kafka.collector import ID_HEADER, Collector
 from framework.kafka.config import producer_config
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.serdes import stream_encoder
-from framework.kafka.topics import create_topics
+from framework.kafka.topics import create_part_topics
 
 
 class Injector:
@@ -60,7 +60,7 @@ class Injector:
         }
         if not 0 <= process < min(processes):
             raise PipelineError(f"injector {name!r}: process must be in 0..{min(processes) - 1}")
-        create_topics(bootstrap, pipeline, client_config=kafka, part=name)
+        create_part_topics(bootstrap, pipeline, name, kafka)
         self.channel = f"{pipeline.name}.{name}.watermarks"
         self.producer_id = injector_producer(name, process)
         txn_id = f"{pipeline.name}.{name}.injector-{process}"
