@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -65,7 +64,7 @@ from framework.backfill.plan import (
     write_plan,
 )
 from framework.backfill.session import spark_version
-from framework.backfill.task import FAIL_ENV, TaskSettings, run_task
+from framework.backfill.task import TaskSettings, run_task
 from framework.core.api import MIN_TIME
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import Mark, encode_mark, task_producer
@@ -237,15 +236,10 @@ def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, boot
         start_watermark=plan.start_watermark,
         end_watermark=plan.end_watermark,
         lag=plan.lag,
-        fault=os.environ.get(FAIL_ENV),
     )
 
     def task(index: int, rows: Iterator[Any]) -> Iterator[str]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        attempt = context.attemptNumber() if context is not None else 0
-        yield run_task(settings, index, rows, attempt)
+        yield run_task(settings, index, rows)
 
     job = events.rdd.mapPartitionsWithIndex(task)
     with _Progress(spark, plan, enabled=progress):

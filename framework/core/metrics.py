@@ -114,9 +114,14 @@ WATERMARK_LAG = Gauge(
 )
 
 
-def serve(port: int) -> int:
-    """Serve the metrics on `port` (0: a free one) on every interface; returns the port."""
-    server, _ = start_http_server(port)
+DEFAULT_ADDR = "127.0.0.1"
+"""Metrics are served on loopback unless an address is chosen (`--metrics-addr`): they name
+topics, computations and lags, which are nobody else's business; the image sets 0.0.0.0."""
+
+
+def serve(port: int, addr: str = DEFAULT_ADDR) -> int:
+    """Serve the metrics on `addr`:`port` (port 0: a free one); returns the port."""
+    server, _ = start_http_server(port, addr=addr)
     actual = server.server_port
-    log.info("metrics on http://0.0.0.0:%d/metrics", actual)
+    log.info("metrics on http://%s:%d/metrics", addr, actual)
     return actual

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from framework.core.api import Record
 from framework.errors import ConfigurationError
 
-NAME = re.compile(r"^[a-z][a-z0-9-]*$")
-STREAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+NAME = re.compile(r"[a-z][a-z0-9-]*")
+STREAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""Names are checked with `fullmatch` (a `$` anchor with `match` lets "zz\\n" through)."""
+TOPIC_MAX = 249
+"""Kafka's limit on the length of a topic name; every topic a declaration implies must fit."""
 GUARANTEES = ("exactly_once", "at_least_once")
 ERROR_POLICIES = ("dead_letter", "skip", "stop")
 LATE_POLICIES = ("drop", "dead_letter")
@@ -83,7 +86,7 @@ class InjectorWatermark:
     processes: int = 1
 
     def __post_init__(self) -> None:
-        if not NAME.match(self.injector) or self.processes < 1:
+        if not NAME.fullmatch(self.injector) or self.processes < 1:
             raise PipelineError(
                 "InjectorWatermark needs a name like 'query-generator' and processes >= 1"
             )
@@ -144,8 +147,40 @@ class Input:
 
 
 def check_stream(stream: str) -> None:
-    if not STREAM.match(stream):
-        raise PipelineError(f"stream name {stream!r} is not a valid Kafka topic name")
+    if not isinstance(stream, str) or not STREAM.fullmatch(stream):
+        raise PipelineError(
+            f"stream name {stream!r} is not a valid Kafka topic name: it must match "
+            "[A-Za-z0-9][A-Za-z0-9._-]* (letters, digits, '.', '_', '-')"
+        )
+    check_topic_length(stream, "stream")
+
+
+def check_name(what: str, name: str) -> None:
+    """A pipeline, computation, table or injector name: [a-z][a-z0-9-]*, the whole of it."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise PipelineError(f"{what} name {name!r} must match [a-z][a-z0-9-]*, e.g. 'zeitgeist'")
+
+
+def check_topic_length(topic: str, what: str) -> None:
+    """Kafka refuses a topic name longer than 249 characters: refuse it at declaration."""
+    if len(topic) > TOPIC_MAX:
+        raise PipelineError(
+            f"{what} topic {topic[:40]}... is {len(topic)} characters, over Kafka's "
+            f"{TOPIC_MAX}-character limit on topic names: use shorter names"
+        )
+
+
+def check_outside(stream: str, prefixes: Mapping[str, str]) -> None:
+    """A stream may not be named inside a computation's or injector's internal prefix
+    (`<pipeline>.<owner>.`): that owner's ACLs grant the whole prefix, and a stream there
+    would let a writer of the stream forge its changelog, timers or marks."""
+    for owner, prefix in prefixes.items():
+        if stream.startswith(prefix):
+            raise PipelineError(
+                f"stream {stream!r} is inside {owner}'s internal prefix {prefix!r}: "
+                "streams may not be named like another computation's internal topics; "
+                "rename the stream"
+            )
 
 
 def check_format(where: str, fmt: str | None) -> None:

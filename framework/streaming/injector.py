@@ -27,7 +27,7 @@ from framework.kafka.collector import ID_HEADER, Collector
 from framework.kafka.config import producer_config
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.serdes import stream_encoder
-from framework.kafka.topics import create_topics
+from framework.kafka.topics import create_part_topics
 
 
 class Injector:
@@ -60,7 +60,7 @@ class Injector:
         }
         if not 0 <= process < min(processes):
             raise PipelineError(f"injector {name!r}: process must be in 0..{min(processes) - 1}")
-        create_topics(bootstrap, pipeline, client_config=kafka)
+        create_part_topics(bootstrap, pipeline, name, kafka)
         self.channel = f"{pipeline.name}.{name}.watermarks"
         self.producer_id = injector_producer(name, process)
         txn_id = f"{pipeline.name}.{name}.injector-{process}"
@@ -135,7 +135,11 @@ class Injector:
 
 class FileInjector:
     """MillWheel's Figure 10: ingest files of JSON lines from a directory; the low watermark is
-    the oldest creation (modification) time among the files not yet finished."""
+    the oldest creation (modification) time among the files not yet finished.
+
+    Only regular files directly in `directory` are read: a symlink is skipped (it could point
+    the injector at any file its user may read), and a record's id is `<file name>:<line>`,
+    relative to the directory, so ids say nothing of the machine's paths."""
 
     def __init__(
         self,
@@ -149,7 +153,11 @@ class FileInjector:
 
     def pending(self) -> list[Path]:
         return sorted(
-            (p for p in self.directory.glob("*") if p.is_file() and p.name not in self.done),
+            (
+                p
+                for p in self.directory.glob("*")
+                if p.is_file() and not p.is_symlink() and p.name not in self.done
+            ),
             key=lambda p: p.stat().st_mtime,
         )
 
@@ -160,7 +168,7 @@ class FileInjector:
         for path in self.pending():
             for n, (key, value, timestamp) in enumerate(_lines(path, self.parse)):
                 self.injector.send(
-                    self.stream, value, key=key, timestamp=timestamp, record_id=f"{path}:{n}"
+                    self.stream, value, key=key, timestamp=timestamp, record_id=f"{path.name}:{n}"
                 )
                 sent += 1
             self.done.add(path.name)
@@ -174,7 +182,8 @@ class FileInjector:
 
 
 def _lines(path: Path, parse: Callable[[str], tuple]) -> Iterator[tuple]:
-    with open(path) as f:
+    # O_NOFOLLOW: a file swapped for a symlink after `pending` listed it is refused, not read.
+    with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW)) as f:
         for line in f:
             if line.strip():
                 yield parse(line)

@@ -8,7 +8,6 @@ import pytest
 from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
 from framework.backfill.driver import backfill
 from framework.backfill.plan import Plan, Range, end_watermark, lag_of
-from framework.backfill.task import _fault
 from framework.core.api import MIN_TIME
 from framework.core.pipeline import PipelineError
 
@@ -64,13 +63,6 @@ def test_an_unwatermarked_source_leaves_the_end_watermark_unknown():
     pipeline.computation("count", Nothing, inputs={"in": None})
     ranges = (Range("in", 0, 0, 10, "in", True),)
     assert end_watermark(pipeline, pipeline["count"], ranges, {}, "unused:1", None) is None
-
-
-def test_the_fault_switch_hits_only_the_first_attempt_of_its_task():
-    assert _fault("1:10", 1, 0) == (10, False)
-    assert _fault("1:10:stall", 1, 0) == (10, True)
-    assert _fault("1:10", 1, 1) is None and _fault("1:10", 0, 0) is None
-    assert _fault(None, 0, 0) is None
 
 
 def test_a_computation_with_tables_is_refused_at_start_naming_the_way_out():
