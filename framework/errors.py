@@ -81,3 +81,15 @@ class LateRecord(BadRecord):
 
     def __init__(self, reason: str) -> None:
         super().__init__("late", reason)
+
+
+class FutureRecord(BadRecord):
+    """A source record stamped further ahead of wall time than its source's `max_future_ms`,
+    under `on_future="dead_letter"`: dead-lettered at stage "future", never stopped on."""
+
+
+class ForgedRecord(BadRecord):
+    """An internal record (a watermark mark, a timer entry) that no logwheel writer could have
+    written: no offsets for the partition it speaks for, offsets beyond the partition's end, a
+    time beyond the skew allowance, or bytes that do not decode. Refused, never applied, and
+    dead-lettered at stage "watermark" or "timers", never stopped on."""

@@ -18,9 +18,11 @@ from confluent_kafka import Message
 
 from framework.core.api import MIN_TIME, Record
 from framework.core.executor import Executor
+from framework.core.metrics import FUTURE_RECORDS
 from framework.core.pipeline import Input
 from framework.core.timers import encode_timer, timer_key
 from framework.core.watermarks import (
+    BoundedLateness,
     Mark,
     PartitionWatermark,
     Published,
@@ -29,7 +31,7 @@ from framework.core.watermarks import (
     repartition_producer,
     task_producer,
 )
-from framework.errors import BadRecord, Retry
+from framework.errors import BadRecord, FutureRecord, Retry
 from framework.kafka.collector import ID_HEADER
 from framework.kafka.output import Runtime, TaskOutput
 from framework.kafka.records import decode_record
@@ -62,12 +64,26 @@ class InputPartition:
         self.position = msgs[-1].offset() + 1
         self.read += len(msgs)
         if self._observes:
-            self.watermark.observe(max(m.timestamp()[1] for m in msgs))
+            top = max(m.timestamp()[1] for m in msgs)
+            if self._bounded and top > self.watermark.future_limit():
+                for m in msgs:  # rare: each counts, the one from the future as wall time
+                    self.watermark.observe(m.timestamp()[1])
+            else:
+                self.watermark.observe(top)
+
+    def future(self, msgs: list[Message]) -> list[Message]:
+        """The records of a run stamped beyond the source's skew allowance
+        (`BoundedOutOfOrderness.max_future_ms`): none but for such a source."""
+        if not self._bounded:
+            return []
+        limit = self.watermark.future_limit()
+        return [m for m in msgs if m.timestamp()[1] > limit]
 
     def __post_init__(self) -> None:
         self._id_prefix = f"{self.topic}/{self.partition}/"
         # Most watermarks ignore what is read (they follow published marks or nothing).
         self._observes = type(self.watermark).observe is not PartitionWatermark.observe
+        self._bounded = isinstance(self.watermark, BoundedLateness)
 
     def record(self, msg: Message) -> Record:
         """The record `msg` carries; BadRecord (stage "decode") if its key, value or id
@@ -99,8 +115,32 @@ class Task:
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         """`handle` each of a run of records of one input partition, in offset order. A
         `Retry` raised here leaves `inp.position` at the first record not handled."""
+        skip = self.future(msgs, inp)
         for msg in msgs:
-            self.handle(msg, inp)
+            if skip and msg.offset() in skip:
+                inp.consumed(msg)
+            else:
+                self.handle(msg, inp)
+
+    def future(self, msgs: list[Message], inp: InputPartition) -> set[int]:
+        """Count the run's records stamped beyond their source's skew allowance; under
+        `on_future="dead_letter"` dead-letter them and return their offsets, not to be
+        processed (else they are processed as usual: their watermark is held to wall time)."""
+        far = inp.future(msgs)
+        if not far:
+            return set()
+        FUTURE_RECORDS.labels(self.rt.spec.name, inp.stream).inc(len(far))
+        policy = self.rt.pipeline.sources[inp.stream].watermark
+        if policy.on_future != "dead_letter":
+            return set()
+        for msg in far:
+            error = FutureRecord(
+                "future",
+                f"timestamp {msg.timestamp()[1]} is more than max_future_ms="
+                f"{policy.max_future_ms} ahead of wall time",
+            )
+            self.rt.dead_letter(msg, error, "future")
+        return {msg.offset() for msg in far}
 
     def tick(self) -> int:
         """Bring the input watermark up to date and fire what is due; returns firings."""
@@ -123,7 +163,9 @@ class Task:
         """The mark to publish on the watermark channel in this commit."""
         self.published, idle, observed = self.mark_state()
         written = self.rt.collector.written
-        return Mark.of(self.producer, self.published, idle, written, self.outputs, observed)
+        return Mark.of(
+            self.producer, self.published, idle, written, self.outputs, observed, self.rt.partitions
+        )
 
     def observed(self) -> int:
         """The input low watermark this task's hooks have seen."""
@@ -233,9 +275,12 @@ class KeyedTask(Task):
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
         output, record, process = self.output, inp.record, self.executor.process
+        skip = self.future(msgs, inp)
         done = 0
         try:
             for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
+                if skip and msg.offset() in skip:
+                    continue
                 output.source = msg
                 try:
                     rec = record(msg)
