@@ -110,7 +110,7 @@ class WatermarkChannels:
             listeners = self._listeners.get(name, ())
             try:
                 check_mark(mark, self._wall(), self._allowance)
-                check_ends(mark, {tp: self._ends[tp] for tp in self._checked(mark)})
+                check_ends(mark, {tp: self._ends.get(tp, 0) for tp in self._checked(mark)})
                 for listener in listeners:
                     check_names(mark, listener.topic, listener.partition)
             except ForgedRecord as forged:
