@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from framework import Computation, Pipeline, PipelineError, key_by
+from framework import BoundedOutOfOrderness, Computation, Pipeline, PipelineError, key_by
 from framework.core.api import Record
+from framework.core.pipeline import InjectorWatermark
 
 
 class Noop(Computation):
@@ -99,3 +100,22 @@ def test_a_format_that_cannot_be_written_is_refused_at_declaration():
         )
     with pytest.raises(PipelineError, match="not one of its outputs"):
         p.computation("c", Computation, inputs={"s": None}, formats={"x": "confluent"})
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: BoundedOutOfOrderness(0, max_future_ms=-1), "max_future_ms=-1; use a whole"),
+        (lambda: BoundedOutOfOrderness(0, max_future_ms=1.5), "max_future_ms=1.5; use a whole"),
+        (lambda: BoundedOutOfOrderness(0, on_future="drop"), "on_future='drop'; use one of"),
+        (lambda: InjectorWatermark("gen", max_future_ms=None), "InjectorWatermark: max_future"),
+    ],
+)
+def test_a_skew_allowance_that_cannot_work_is_refused_at_declaration(make, message):
+    with pytest.raises(PipelineError, match=message):
+        make()
+
+
+def test_the_skew_allowance_defaults_to_five_minutes_counted():
+    policy = BoundedOutOfOrderness(ms=2000)
+    assert (policy.max_future_ms, policy.on_future) == (300_000, "count")
