@@ -71,13 +71,13 @@ class InputPartition:
             else:
                 self.watermark.observe(top)
 
-    def future(self, msgs: list[Message]) -> list[Message]:
-        """The records of a run stamped beyond the source's skew allowance
+    def future(self, msgs: list[Message]) -> set[int]:
+        """Offsets of the records of a run stamped beyond the source's skew allowance
         (`BoundedOutOfOrderness.max_future_ms`): none but for such a source."""
         if not self._bounded:
-            return []
+            return set()
         limit = self.watermark.future_limit()
-        return [m for m in msgs if m.timestamp()[1] > limit]
+        return {m.offset() for m in msgs if m.timestamp()[1] > limit}
 
     def __post_init__(self) -> None:
         self._id_prefix = f"{self.topic}/{self.partition}/"
@@ -115,32 +115,28 @@ class Task:
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         """`handle` each of a run of records of one input partition, in offset order. A
         `Retry` raised here leaves `inp.position` at the first record not handled."""
-        skip = self.future(msgs, inp)
+        far = inp.future(msgs)
         for msg in msgs:
-            if skip and msg.offset() in skip:
+            if far and msg.offset() in far and self.from_future(msg, inp):
                 inp.consumed(msg)
             else:
                 self.handle(msg, inp)
 
-    def future(self, msgs: list[Message], inp: InputPartition) -> set[int]:
-        """Count the run's records stamped beyond their source's skew allowance; under
-        `on_future="dead_letter"` dead-letter them and return their offsets, not to be
-        processed (else they are processed as usual: their watermark is held to wall time)."""
-        far = inp.future(msgs)
-        if not far:
-            return set()
-        FUTURE_RECORDS.labels(self.rt.spec.name, inp.stream).inc(len(far))
+    def from_future(self, msg: Message, inp: InputPartition) -> bool:
+        """Count a record stamped beyond its source's skew allowance; True if it is not to be
+        processed: under `on_future="dead_letter"` it is dead-lettered instead (else it is
+        processed as usual, its watermark held to wall time)."""
+        FUTURE_RECORDS.labels(self.rt.spec.name, inp.stream).inc()
         policy = self.rt.pipeline.sources[inp.stream].watermark
         if policy.on_future != "dead_letter":
-            return set()
-        for msg in far:
-            error = FutureRecord(
-                "future",
-                f"timestamp {msg.timestamp()[1]} is more than max_future_ms="
-                f"{policy.max_future_ms} ahead of wall time",
-            )
-            self.rt.dead_letter(msg, error, "future")
-        return {msg.offset() for msg in far}
+            return False
+        error = FutureRecord(
+            "future",
+            f"timestamp {msg.timestamp()[1]} is more than max_future_ms={policy.max_future_ms} "
+            "ahead of wall time",
+        )
+        self.rt.dead_letter(msg, error, "future")
+        return True
 
     def tick(self) -> int:
         """Bring the input watermark up to date and fire what is due; returns firings."""
@@ -275,11 +271,11 @@ class KeyedTask(Task):
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
         output, record, process = self.output, inp.record, self.executor.process
-        skip = self.future(msgs, inp)
+        far = inp.future(msgs)
         done = 0
         try:
             for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
-                if skip and msg.offset() in skip:
+                if far and msg.offset() in far and self.from_future(msg, inp):
                     continue
                 output.source = msg
                 try:

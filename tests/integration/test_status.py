@@ -84,10 +84,8 @@ def test_status_reports_watermark_lag_and_a_drained_transactional_input(kafka, t
         producer = Producer({"bootstrap.servers": kafka})
         for channel in (f"{name}.gen.watermarks", f"{name}.count.watermarks"):
             producer.produce(channel, b"\xc3\x01 not a mark", b"junk", partition=0)
-        producer.produce(
-            f"{name}.gen.watermarks", first_version_mark("gen/injector/0", later, f"{name}-in"), partition=0,
-            key=b"gen/injector/0",
-        )  # fmt: skip
+        old = first_version_mark("gen/injector/0", later, f"{name}-in")
+        producer.produce(f"{name}.gen.watermarks", old, b"gen/injector/0", partition=0)
         producer.flush(30)
         wait_for(
             lambda: all(r["low_watermark"] == later for r in status_json(module, tmp_path, kafka)),
