@@ -67,6 +67,7 @@ from framework.backfill.plan import (
 from framework.backfill.session import spark_version
 from framework.backfill.task import FAIL_ENV, TaskSettings, run_task
 from framework.core.api import MIN_TIME
+from framework.core.forgery import pipeline_allowance
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import Mark, encode_mark, naming_all, task_producer
 from framework.kafka.config import client_config, consumer_config, producer_config
@@ -150,7 +151,7 @@ def backfill(
         spark = session(master, f"logwheel-backfill-{spec.group}", {**quiet, **(spark_conf or {})})
     try:
         stored = read_backfill_topic(bootstrap, backfill_topic(spec), kafka).get(PLAN_KEY)
-        plan = Plan.from_json(stored) if stored else None
+        plan = Plan.from_json(stored, pipeline_allowance(pipeline)) if stored else None
         resumed = plan is not None and plan.status == "running"
         if resumed:
             log.info("%s: finishing the backfill plan %s left unfinished", spec.group, plan.id)

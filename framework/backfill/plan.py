@@ -23,9 +23,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
 from framework.core.dead_letters import undecodable
-from framework.core.forgery import MARK_SKEW_MS, allowance, check_mark
+from framework.core.forgery import DEFAULT_ALLOWANCE_MS, check_mark, pipeline_allowance
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
-from framework.core.streams import DEFAULT_MAX_FUTURE_MS
 from framework.core.watermarks import (
     Mark,
     Published,
@@ -38,7 +37,6 @@ from framework.kafka.reading import Ends, offset_at, parse_point, read_to_end
 from framework.kafka.topics import COMPACT, TopicSpec
 
 PLAN_KEY = "plan"
-DEFAULT_ALLOWANCE = DEFAULT_MAX_FUTURE_MS + MARK_SKEW_MS
 
 
 def backfill_topic(spec: ComputationSpec) -> str:
@@ -98,9 +96,7 @@ class Plan:
         return json.dumps(doc).encode()
 
     @classmethod
-    def from_json(
-        cls, raw: bytes, allowance_ms: int = DEFAULT_MAX_FUTURE_MS + MARK_SKEW_MS
-    ) -> Plan:
+    def from_json(cls, raw: bytes, allowance_ms: int = DEFAULT_ALLOWANCE_MS) -> Plan:
         """The plan `to_json` wrote, every field checked (names, types, ranges; watermarks no
         further ahead of wall time than `allowance_ms`; its id): PlanError otherwise, since
         anyone who can write the backfill topic could have written it."""
@@ -140,7 +136,7 @@ def _str(doc: dict, name: str) -> str:
 
 def _exactly(doc: object, names: set[str], what: str) -> dict:
     if not isinstance(doc, dict) or set(doc) - names or (names - {"id"}) - set(doc):
-        raise ValueError(f"{what} has other fields than {sorted(names)}")
+        raise ValueError(f"{what} has not exactly the fields {sorted(names)}")
     return doc
 
 
@@ -289,7 +285,7 @@ def start_watermarks(
 
 
 def genuine_marks(
-    channel: str, raws: Iterable[bytes], allowance_ms: int = DEFAULT_ALLOWANCE
+    channel: str, raws: Iterable[bytes], allowance_ms: int = DEFAULT_ALLOWANCE_MS
 ) -> list[Mark]:
     """The marks of a channel that decode and claim no time beyond the allowance ahead of wall
     time (framework/core/forgery.py); the others are skipped and counted."""
@@ -331,7 +327,7 @@ def end_watermark(
     what the writers' marks on their channels promise for the end of the range (injectors,
     upstream computations). None when some input's watermark is never known."""
     reader = reader_group(spec.group)
-    allowance_ms = allowance(s.watermark for s in pipeline.sources.values())
+    allowance_ms = pipeline_allowance(pipeline)
     marks: dict[str, list] = {}  # channel -> its marks, each channel read once
 
     def marks_of(channel: str) -> list:

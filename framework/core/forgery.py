@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from framework.core.api import EVENT, PROCESSING, Timer
+from framework.core.pipeline import Pipeline
 from framework.core.streams import DEFAULT_MAX_FUTURE_MS, BoundedOutOfOrderness, InjectorWatermark
 from framework.core.timers import decode_timer_entry, timer_key
 from framework.core.watermarks import Mark
@@ -24,6 +25,7 @@ from framework.errors import ForgedRecord
 MARK_SKEW_MS = 60_000
 """Slack for a mark's time on top of the sources' allowance: marks are read on other hosts,
 whose clocks may stand a little behind the writer's."""
+DEFAULT_ALLOWANCE_MS = DEFAULT_MAX_FUTURE_MS + MARK_SKEW_MS
 
 
 def allowance(policies: Iterable[object]) -> int:
@@ -35,6 +37,11 @@ def allowance(policies: Iterable[object]) -> int:
         if isinstance(p, BoundedOutOfOrderness | InjectorWatermark)
     ]
     return max(futures, default=DEFAULT_MAX_FUTURE_MS) + MARK_SKEW_MS
+
+
+def pipeline_allowance(pipeline: Pipeline) -> int:
+    """`allowance` of the watermark policies of `pipeline`'s sources."""
+    return allowance(source.watermark for source in pipeline.sources.values())
 
 
 def check_mark(mark: Mark, now: int, allowance_ms: int) -> None:

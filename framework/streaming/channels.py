@@ -12,8 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from framework.core.clock import now_ms
 from framework.core.dead_letters import undecodable
-from framework.core.forgery import MARK_SKEW_MS, check_ends, check_mark, check_names
-from framework.core.streams import DEFAULT_MAX_FUTURE_MS
+from framework.core.forgery import DEFAULT_ALLOWANCE_MS, check_ends, check_mark, check_names
 from framework.core.watermarks import Mark, Published, decode_mark
 from framework.errors import ForgedRecord
 from framework.kafka.errors import Unreachable
@@ -35,7 +34,7 @@ class WatermarkChannels:
         config: dict,
         admin: AdminClient,
         *,
-        allowance_ms: int = DEFAULT_MAX_FUTURE_MS + MARK_SKEW_MS,
+        allowance_ms: int = DEFAULT_ALLOWANCE_MS,
         counts: Mapping[str, int] | None = None,
         refuse: Refusal | None = None,
         wall: Callable[[], int] = now_ms,

@@ -22,7 +22,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from framework.core.dead_letters import ErrorPolicy
-from framework.core.forgery import allowance
+from framework.core.forgery import pipeline_allowance
 from framework.core.metrics import REBALANCES
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.watermarks import partition_watermark
@@ -84,7 +84,7 @@ class Member:
         self.channels = WatermarkChannels(
             dict(reader),
             admin,
-            allowance_ms=allowance(s.watermark for s in pipeline.sources.values()),
+            allowance_ms=pipeline_allowance(pipeline),
             counts={t: partitions[t] for t in checked if t in partitions},
             refuse=self._refused,
         )
