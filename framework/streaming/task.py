@@ -59,25 +59,31 @@ class InputPartition:
         self.read += 1
         self.watermark.observe(msg.timestamp()[1])
 
-    def consumed_run(self, msgs: list[Message]) -> None:
-        """`consumed` for a run of this partition's records, in offset order."""
+    def consumed_run(self, msgs: list[Message], top: int | None = None) -> None:
+        """`consumed` for a run of this partition's records, in offset order (`top`: their
+        largest timestamp, if known)."""
         self.position = msgs[-1].offset() + 1
         self.read += len(msgs)
         if self._observes:
-            top = max(m.timestamp()[1] for m in msgs)
+            if top is None:
+                top = max(m.timestamp()[1] for m in msgs)
             if self._bounded and top > self.watermark.future_limit():
                 for m in msgs:  # rare: each counts, the one from the future as wall time
                     self.watermark.observe(m.timestamp()[1])
             else:
                 self.watermark.observe(top)
 
-    def future(self, msgs: list[Message]) -> set[int]:
+    def future(self, msgs: list[Message]) -> tuple[set[int], int | None]:
         """Offsets of the records of a run stamped beyond the source's skew allowance
-        (`BoundedOutOfOrderness.max_future_ms`): none but for such a source."""
+        (`BoundedOutOfOrderness.max_future_ms`; none but for such a source), and the run's
+        largest timestamp for `consumed_run` (None where not computed)."""
         if not self._bounded:
-            return set()
+            return set(), None
+        top = max(m.timestamp()[1] for m in msgs)
         limit = self.watermark.future_limit()
-        return {m.offset() for m in msgs if m.timestamp()[1] > limit}
+        if top <= limit:
+            return set(), top
+        return {m.offset() for m in msgs if m.timestamp()[1] > limit}, top
 
     def __post_init__(self) -> None:
         self._id_prefix = f"{self.topic}/{self.partition}/"
@@ -115,7 +121,7 @@ class Task:
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         """`handle` each of a run of records of one input partition, in offset order. A
         `Retry` raised here leaves `inp.position` at the first record not handled."""
-        far = inp.future(msgs)
+        far, _ = inp.future(msgs)
         for msg in msgs:
             if far and msg.offset() in far and self.from_future(msg, inp):
                 inp.consumed(msg)
@@ -271,7 +277,7 @@ class KeyedTask(Task):
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
         output, record, process = self.output, inp.record, self.executor.process
-        far = inp.future(msgs)
+        far, top = inp.future(msgs)
         done = 0
         try:
             for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
@@ -292,7 +298,7 @@ class KeyedTask(Task):
             raise
         finally:
             output.source = None
-        inp.consumed_run(msgs)
+        inp.consumed_run(msgs, top)
 
     def tick(self) -> int:
         watermark, _ = self.input_watermark()
