@@ -21,7 +21,7 @@ from framework.core.timers import encode_timer, timer_key
 from framework.core.watermarks import Mark, encode_mark
 from framework.kafka.topics import create_topics
 from framework.streaming.runner import Runner
-from tests.support import json_values, read_topic, unique_name, wait_for
+from tests.support import json_values, read_marks, read_topic, unique_name, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -236,3 +236,22 @@ def test_forged_marks_and_timer_entries_change_nothing_and_land_in_the_dead_lett
     reasons = " | ".join(dict(m.headers())["logwheel.error"].decode() for m in dead)
     for why in ("ahead of wall time", "names no offset", "beyond its end", "under another key"):
         assert why in reasons, reasons
+
+
+def test_an_injectors_promise_beyond_the_allowance_is_published_as_wall_time_plus_it(kafka):
+    """An injector told a watermark 50 minutes ahead (a file stamped in the future) promises
+    only wall time plus its max_future_ms, and its mark names every partition it writes."""
+    from framework.core.pipeline import InjectorWatermark
+    from framework.streaming.injector import Injector
+
+    name = unique_name("inj-future")
+    pipeline = Pipeline(name, partitions=2)
+    pipeline.source(f"{name}-in", watermark=InjectorWatermark("gen", max_future_ms=60_000))
+    pipeline.computation("c", Computation, inputs={f"{name}-in": None})
+    with Injector(pipeline, "gen", bootstrap=kafka) as injector:
+        before = now_ms()
+        injector.advance(before + AHEAD_MS)
+        after = now_ms()
+    (mark,) = read_marks(kafka, f"{name}.gen.watermarks")
+    assert before + 60_000 <= mark.watermark <= after + 60_000
+    assert mark.offsets == {(f"{name}-in", 0): -1, (f"{name}-in", 1): -1}
