@@ -17,7 +17,9 @@ each kind names the reaction, so the code that catches it needs no case analysis
 - `Fatal`: stop the process with the reason (`on_error="stop"` and unrecoverable errors).
 - `BadRecord`: one record (or one hook call's output) cannot be processed; it goes to the
   dead-letter topic (or is skipped, by the computation's error policy) and the rest flows;
-  `LateRecord`, one that came too late, follows the late policy instead.
+  `LateRecord`, one that came too late, follows the late policy instead; `FutureRecord` (a
+  source record stamped beyond the skew allowance) and `ForgedRecord` (an internal record no
+  logwheel writer could have written) are always dead-lettered, never stopped on.
 """
 
 from __future__ import annotations
