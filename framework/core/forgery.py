@@ -7,8 +7,10 @@ names each partition of its outputs, -1 where it wrote nothing), no offset beyon
 partition's end (the caller asks the broker) and no time further ahead of wall time than the
 pipeline's skew allowance; a timer entry must decode and sit under its own journal key. A
 refused record is never applied; the caller dead-letters it (stage "watermark" or "timers").
-What these checks cannot tell apart from a genuine record — a well-formed mark or timer within
-the allowance — only the ACLs of `logwheel acls` keep out.
+What these checks cannot tell apart from a genuine record — a well-formed mark within the
+allowance, a well-formed timer entry — only the ACLs of `logwheel acls` keep out. A timer's
+time is not held to the allowance: hooks and windows set event-time timers days ahead (a
+daily window's end), which no reader can tell from a forged one.
 """
 
 from __future__ import annotations
