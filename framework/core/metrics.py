@@ -73,6 +73,19 @@ UNDECODABLE = Counter(
     "Internal records (watermark marks, timer entries) that could not be decoded and were skipped.",
     ["topic"],
 )
+FUTURE_RECORDS = Counter(
+    "logwheel_future_records",
+    "Source records stamped further ahead of wall time than the source's max_future_ms: they "
+    "move its watermark no further than wall time (processed, or dead-lettered under "
+    'on_future="dead_letter").',
+    ["computation", "stream"],
+)
+DROPPED_HEADERS = Counter(
+    "logwheel_dropped_headers",
+    "Headers in the logwheel. namespace (other than logwheel.id) on records read from outside "
+    "sources, dropped before anything reads them: only logwheel writes them.",
+    ["stream"],
+)
 HELD_PARTITIONS = Gauge(
     "logwheel_held_partitions",
     "Input partitions held at a record that needs a service that does not answer (the Schema "

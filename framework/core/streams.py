@@ -30,6 +30,10 @@ SUBJECT_STRATEGIES = ("topic", "record", "topic_record")
 RecordNameStrategy), or `<topic>-<record full name>` ("topic_record",
 TopicRecordNameStrategy). Readers resolve schemas by id, whatever the strategy."""
 DEFAULT_PARTITIONS = 4
+DEFAULT_MAX_FUTURE_MS = 300_000
+"""How far ahead of wall time a source's records may move its watermark (and a mark or a
+watermark promise may claim): five minutes of clock skew."""
+FUTURE_POLICIES = ("count", "dead_letter")
 
 
 class PipelineError(ConfigurationError):
@@ -63,11 +67,18 @@ class BoundedOutOfOrderness:
     `live=True` is for producers that stamp records with the current time: a partition silent
     for `idle_ms` then has the watermark wall time less `ms`, so the last windows close without
     new records. Without it a silent partition holds its watermark, so a replay of old data
-    that pauses never turns its records late."""
+    that pauses never turns its records late.
+
+    A record stamped more than `max_future_ms` ahead of wall time (a producer with a wrong
+    clock, or a hostile one) moves the watermark no further than a record stamped now would,
+    and is counted in `logwheel_future_records_total`; it is processed as usual, or with
+    `on_future="dead_letter"` sent to the dead-letter topic (stage "future") instead."""
 
     ms: int
     idle_ms: int = 5_000
     live: bool = False
+    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
+    on_future: str = "count"
 
     def __post_init__(self) -> None:
         if self.ms < 0 or self.idle_ms <= 0:
@@ -75,6 +86,7 @@ class BoundedOutOfOrderness:
                 "BoundedOutOfOrderness needs ms >= 0 and idle_ms > 0, e.g. "
                 "BoundedOutOfOrderness(ms=2000, idle_ms=5000)"
             )
+        check_future("BoundedOutOfOrderness", self.max_future_ms, self.on_future)
 
 
 @dataclass(frozen=True)
@@ -84,12 +96,27 @@ class InjectorWatermark:
 
     injector: str
     processes: int = 1
+    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
+    """A promise further ahead of wall time is published as wall time plus this."""
 
     def __post_init__(self) -> None:
         if not NAME.fullmatch(self.injector) or self.processes < 1:
             raise PipelineError(
                 "InjectorWatermark needs a name like 'query-generator' and processes >= 1"
             )
+        check_future("InjectorWatermark", self.max_future_ms, "count")
+
+
+def check_future(where: str, max_future_ms: object, on_future: object) -> None:
+    """The skew allowance of a watermark policy: a non-negative int of ms, and what to do with
+    a record beyond it."""
+    if type(max_future_ms) is not int or max_future_ms < 0:
+        raise PipelineError(
+            f"{where}: max_future_ms={max_future_ms!r}; use a whole number of ms >= 0, e.g. "
+            f"max_future_ms={DEFAULT_MAX_FUTURE_MS} (five minutes)"
+        )
+    if on_future not in FUTURE_POLICIES:
+        raise PipelineError(f"{where}: on_future={on_future!r}; use one of {FUTURE_POLICIES}")
 
 
 WatermarkPolicy = BoundedOutOfOrderness | InjectorWatermark

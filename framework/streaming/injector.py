@@ -58,6 +58,11 @@ class Injector:
             for s in pipeline.sources.values()
             if isinstance(s.watermark, InjectorWatermark) and s.watermark.injector == name
         }
+        self._max_future = min(
+            s.watermark.max_future_ms
+            for s in pipeline.sources.values()
+            if isinstance(s.watermark, InjectorWatermark) and s.watermark.injector == name
+        )
         if not 0 <= process < min(processes):
             raise PipelineError(f"injector {name!r}: process must be in 0..{min(processes) - 1}")
         create_part_topics(bootstrap, pipeline, name, kafka)
@@ -82,6 +87,7 @@ class Injector:
         partitions it wrote, the reader would apply its watermark at once to another
         partition whose older records it has yet to read, and they would all be late."""
         topics = self._producer.list_topics(timeout=60).topics
+        self._partitions = {t: len(topics[t].partitions) for t in self.streams}
         self._collector.claim_ends([(t, p) for t in self.streams for p in topics[t].partitions])
 
     def send(
@@ -108,12 +114,22 @@ class Injector:
         )
 
     def advance(self, watermark: int, *, idle: bool = False) -> None:
-        """Commit what was sent and promise that nothing later is older than `watermark`."""
+        """Commit what was sent and promise that nothing later is older than `watermark`; a
+        promise beyond wall time plus `max_future_ms` (a file stamped in the future) promises
+        only that much."""
+        watermark = min(watermark, now_ms() + self._max_future)
         self.watermark = max(self.watermark, watermark)
         try:
             self._collector.flush()
             written = self._collector.written
-            mark = Mark.of(self.producer_id, self.watermark, idle, written, self.streams)
+            mark = Mark.of(
+                self.producer_id,
+                self.watermark,
+                idle,
+                written,
+                self.streams,
+                partitions=self._partitions,
+            )
             self._collector.send(
                 self.channel, self.producer_id.encode(), encode_mark(mark), partition=0
             )

@@ -70,3 +70,36 @@ def test_a_computation_with_tables_is_refused_at_start_naming_the_way_out():
     pipeline.computation("join", Nothing, inputs={"in": None}, tables={"t": "p.other.changelog"})
     with pytest.raises(PipelineError, match="logwheel reset"):
         backfill(pipeline, "join", bootstrap="unused:1")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.update(extra=1), "has not exactly the fields"),
+        (lambda d: d.pop("lag"), "has not exactly the fields"),
+        (lambda d: d.update(tasks="4"), "tasks='4' is not a whole number"),
+        (lambda d: d.update(tasks=0), "tasks=0 is not a whole number in \\[1,"),
+        (lambda d: d["ranges"][0].update(end=1), "end=1 is not a whole number in \\[5,"),
+        (lambda d: d["ranges"][0].update(__class__="x"), "a range has not exactly the fields"),
+        (lambda d: d["ranges"][0].update(keyed="yes"), "keyed='yes' is not true or false"),
+        (lambda d: d["changelog_end"].update(x=1), "changelog_end names partition 'x'"),
+        (lambda d: d.update(end_watermark=2**62), "end_watermark=.* is not a whole number"),
+        (lambda d: d["start_watermarks"].update({"0": 2**62}), "0=.* is not a whole number"),
+        (lambda d: d.update(status="hacked"), "status='hacked'"),
+        (lambda d: d.update(id="0" * 16), "is not its ranges'"),
+        (lambda d: d.update(ranges={}), "ranges is not a list"),
+    ],
+)
+def test_a_stored_plan_that_logwheel_could_not_have_written_is_refused_naming_the_fix(
+    change, message
+):
+    import json
+
+    from framework.backfill.plan import PlanError
+
+    doc = json.loads(plan().to_json())
+    change(doc)
+    with pytest.raises(PlanError, match=f"not one logwheel wrote \\(.*{message}.*delete the"):
+        Plan.from_json(json.dumps(doc).encode())
+    with pytest.raises(PlanError, match="not one logwheel wrote"):
+        Plan.from_json(b"[1, 2]")

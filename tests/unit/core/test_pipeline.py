@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from framework import Computation, InjectorWatermark, Pipeline, PipelineError, key_by
+from framework import (
+    BoundedOutOfOrderness,
+    Computation,
+    InjectorWatermark,
+    Pipeline,
+    PipelineError,
+    key_by,
+)
 from framework.core.api import Record
 
 
@@ -163,3 +170,22 @@ def test_a_stream_inside_another_computations_internal_prefix_is_refused_either_
     # another computation's changelog read as a table stays allowed, and so do look-alikes
     p.computation("t", Noop, inputs={"in": None}, tables={"a": "p.a.changelog"})
     p.computation("u", Noop, inputs={"in": None}, outputs={"p.ab.out": None})
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: BoundedOutOfOrderness(0, max_future_ms=-1), "max_future_ms=-1; use a whole"),
+        (lambda: BoundedOutOfOrderness(0, max_future_ms=1.5), "max_future_ms=1.5; use a whole"),
+        (lambda: BoundedOutOfOrderness(0, on_future="drop"), "on_future='drop'; use one of"),
+        (lambda: InjectorWatermark("gen", max_future_ms=None), "InjectorWatermark: max_future"),
+    ],
+)
+def test_a_skew_allowance_that_cannot_work_is_refused_at_declaration(make, message):
+    with pytest.raises(PipelineError, match=message):
+        make()
+
+
+def test_the_skew_allowance_defaults_to_five_minutes_counted():
+    policy = BoundedOutOfOrderness(ms=2000)
+    assert (policy.max_future_ms, policy.on_future) == (300_000, "count")
