@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from framework.core.api import Record, Timer
 from framework.core.context import copy_json, production_id
 from framework.core.dead_letters import ErrorPolicy, reason_of
+from framework.core.dedup import MemoryIdBackend
 from framework.core.executor import Executor
 from framework.core.keyed_state import MemoryStateBackend
 from framework.core.pipeline import ComputationSpec, Pipeline
@@ -83,6 +84,7 @@ class Harness:
         self._encoders = {s: encoder_for(pipeline.schema_of(s)) for s in self._inputs}
         self._state_backend = MemoryStateBackend()
         self._timer_backend = MemoryTimerBackend()
+        self._id_backend = MemoryIdBackend()
         self._collector = MemoryOutput(self.spec)
         self._now = 0
         self._ids = itertools.count()
@@ -97,6 +99,7 @@ class Harness:
             self._collector,
             clock=lambda: self._now,
             tables=self._tables,
+            ids=self._id_backend,
         )
 
     # -- driving ------------------------------------------------------------------------------
@@ -174,6 +177,8 @@ class Harness:
         self.executor = self._new_executor()
         self.executor.input_watermark = watermark
         self.executor.late_records = late
+        if self.executor.ids is not None:
+            self.executor.ids.collect(watermark)
 
     # -- looking ------------------------------------------------------------------------------
 
@@ -209,6 +214,11 @@ class Harness:
         return self.executor.late_records
 
     @property
+    def duplicates(self) -> int:
+        """Records dropped as duplicates (dedup=Dedup(...)) since this executor started."""
+        return self.executor.duplicates
+
+    @property
     def watermark(self) -> int:
         """The input low watermark."""
         return self.executor.input_watermark
@@ -229,4 +239,7 @@ class Harness:
         self._timer_backend.apply(executor.timers.changes())
         executor.state.committed()
         executor.timers.committed()
+        if executor.ids is not None:
+            self._id_backend.apply(executor.ids.changes())
+            executor.ids.committed()
         executor.state.evict_clean()

@@ -13,10 +13,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from framework.core.api import EVENT, MIN_TIME, PROCESSING, Computation, Record, Timer
+from framework.core.bloom import item_hash
 from framework.core.clock import now_ms
 from framework.core.context import KeyedContext, Output, production_id
+from framework.core.dedup import IdBackend, SeenIds
 from framework.core.keyed_state import KeyedState, StateBackend
-from framework.core.metrics import LATE_RECORDS
+from framework.core.metrics import DEDUP_EXPIRED, DUPLICATES, LATE_RECORDS
 from framework.core.pipeline import ComputationSpec
 from framework.core.timers import TimerService
 from framework.errors import BadRecord, LateRecord, Retry
@@ -51,6 +53,7 @@ class Executor:
         cache_size: int = 10_000,
         state_max_bytes: int | None = None,
         tables: Mapping[str, Any] | None = None,
+        ids: IdBackend | None = None,
     ) -> None:
         self.spec = spec
         self.computation: Computation = spec.factory()
@@ -70,6 +73,14 @@ class Executor:
             self, self._state, self._timers, output, spec.group, frozenset(spec.outputs), tables
         )
         self._late_metric = LATE_RECORDS.labels(spec.name)
+        # record-id deduplication (MillWheel §5.3): `ids` holds the committed ids of a
+        # computation declared with dedup=Dedup(...)
+        self.duplicates = 0
+        self.ids: SeenIds | None = None
+        if spec.dedup is not None:
+            if ids is None:
+                raise TypeError(f"computation {spec.name!r} deduplicates: give the executor ids=")
+            self.ids = SeenIds(spec.dedup, ids)
         cls = type(self.computation)
         self._process_record = self.computation.process_record
         self._on_late = (
@@ -90,7 +101,31 @@ class Executor:
         return self._timers
 
     def process(self, record: Record) -> None:
-        """Run the record's hook: process_record, or on_late_record if it is late."""
+        """Run the record's hook: process_record, or on_late_record if it is late; with
+        dedup, not when its id was already seen for its key."""
+        if self.ids is None:
+            self._run(record)
+            return
+        try:
+            rid = self.spec.dedup.id_of(record)
+        except Exception as error:
+            self.output.dead_letter(
+                record, BadRecord("dedup", f"no record id: {error}", error), "dedup"
+            )
+            return
+        h = item_hash(record.key, rid)
+        if record.timestamp < self.ids.collected_before:
+            DEDUP_EXPIRED.labels(self.spec.name).inc()  # its id may be gone: unchecked
+            self._run(record)
+            return
+        if self.ids.seen(record.key, rid, h):
+            self.duplicates += 1
+            DUPLICATES.labels(self.spec.name).inc()
+            return
+        self._run(record)  # a Retry goes up before the id is remembered: it runs again
+        self.ids.remember(record.key, rid, h, record.timestamp)
+
+    def _run(self, record: Record) -> None:
         if record.timestamp < self.input_watermark and not self._judges_lateness:
             if self._on_late is None:
                 self._late(record)
@@ -140,6 +175,8 @@ class Executor:
         fire what is due; returns how many timers fired."""
         if w > self.input_watermark:
             self.input_watermark = w
+            if self.ids is not None:
+                self.ids.collect(w)
         return self.fire_due()
 
     def fire_due(self) -> int:

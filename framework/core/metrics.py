@@ -35,6 +35,18 @@ LATE_RECORDS = Counter(
     "all their windows had closed), dropped, dead-lettered or handed to on_late_record.",
     ["computation"],
 )
+DUPLICATES = Counter(
+    "logwheel_duplicates",
+    "Records dropped before their hook because their id was already seen for their key "
+    "(dedup=Dedup(...)).",
+    ["computation"],
+)
+DEDUP_EXPIRED = Counter(
+    "logwheel_dedup_expired",
+    "Records of a deduplicating computation older than its dedup horizon behind the input "
+    "low watermark: their ids may have been collected, so they were processed unchecked.",
+    ["computation"],
+)
 COMMITS = Counter(
     "logwheel_commits", "Commits (Kafka transactions) that succeeded.", ["computation"]
 )

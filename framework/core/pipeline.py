@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from framework.core.api import MIN_TIME, Computation
+from framework.core.dedup import Dedup
 from framework.core.streams import (
     DEFAULT_PARTITIONS,
     EMITS,
@@ -42,6 +43,7 @@ __all__ = [
     "STREAM",
     "BoundedOutOfOrderness",
     "ComputationSpec",
+    "Dedup",
     "InjectorWatermark",
     "Input",
     "KeyExtractor",
@@ -71,6 +73,7 @@ class ComputationSpec:
     """How far below min(input watermark, earliest pending event-time timer) the output
     watermark stays: a window's result, produced by its timer at `end + grace`, carries the
     timestamp `end - 1`; a hold of `grace_ms` keeps every result on time downstream."""
+    dedup: Dedup | None = None
 
     @property
     def group(self) -> str:
@@ -83,6 +86,19 @@ class ComputationSpec:
     @property
     def timers(self) -> str:
         return f"{self.group}.timers"
+
+    @property
+    def ids(self) -> str:
+        """The compacted journal of the record ids a deduplicating computation has seen."""
+        return f"{self.group}.ids"
+
+    @property
+    def journals(self) -> dict[str, str]:
+        """The compacted journals a task's store is restored from: name -> topic."""
+        named = {"changelog": self.changelog, "timers": self.timers}
+        if self.dedup is not None:
+            named["ids"] = self.ids
+        return named
 
     @property
     def watermarks(self) -> str:
@@ -176,6 +192,7 @@ class Pipeline:
         on_error: str = "dead_letter",
         tables: Mapping[str, str] | None = None,
         formats: Mapping[str, str] | None = None,
+        dedup: Dedup | None = None,
     ) -> Pipeline:
         """Declare a computation reading `inputs` (stream -> key extractor or None).
 
@@ -184,7 +201,8 @@ class Pipeline:
         record becomes: "dead_letter" (its dead-letter topic), "skip" (counted) or "stop".
         `tables` names compacted topics (name -> topic, e.g. another computation's changelog)
         the hooks read with `ctx.table(name)`, co-partitioned with the key space. `formats`
-        says how outputs with a schema are written (stream -> "confluent" or "avro")."""
+        says how outputs with a schema are written (stream -> "confluent" or "avro").
+        `dedup=Dedup(...)` drops records whose id was already seen for the same key."""
         if not NAME.match(name):
             raise PipelineError(f"computation name {name!r} must match [a-z][a-z0-9-]*")
         if name in self.computations:
@@ -224,6 +242,10 @@ class Pipeline:
                     f"computation {name!r}: output {stream!r} is format={fmt!r} but has no "
                     "schema: give it one (outputs={stream: 'full.Name'})"
                 )
+        if dedup is not None and not isinstance(dedup, Dedup):
+            raise PipelineError(
+                f"computation {name!r}: dedup={dedup!r}; use dedup=Dedup(id=..., horizon_ms=...)"
+            )
         for stream, extractor in inputs.items():
             if extractor is not None and not callable(extractor):
                 raise PipelineError(
@@ -242,6 +264,7 @@ class Pipeline:
             on_error=on_error,
             tables=tables,
             formats=formats,
+            dedup=dedup,
         )
         return self
 
@@ -260,6 +283,7 @@ class Pipeline:
         on_late: str = "drop",
         on_error: str = "dead_letter",
         partitions: int | None = None,
+        dedup: Dedup | None = None,
     ) -> Pipeline:
         """Declare a windowed aggregation: per key of `inputs`, the records of each `window`
         (`windows.Tumbling`, `Hopping` or `Session`) folded by `aggregate`, produced on `output`
@@ -296,6 +320,7 @@ class Pipeline:
             partitions=partitions,
             on_error=on_error,
             formats={output: output_format} if output_format else None,
+            dedup=dedup,
         )
         self.computations[name] = replace(
             self.computations[name], on_late=on_late, hold_ms=window.grace_ms

@@ -53,7 +53,7 @@ def reset(
         offsets = _plan(consumer, spec, point)
         plan = [f"{tp.topic}[{tp.partition}] -> offset {tp.offset}" for tp in offsets]
         if wipe_state:
-            plan += [f"empty {t}" for t in (spec.changelog, spec.timers, spec.watermarks)]
+            plan += [f"empty {t}" for t in (*spec.journals.values(), spec.watermarks)]
             plan.append(f"remove local state {Path(state_dir) / pipeline.name / spec.name}")
         else:
             plan.append(f"forget {spec.name}'s event time: its marks on {spec.watermarks}")
@@ -63,7 +63,7 @@ def reset(
     finally:
         consumer.close()
     if wipe_state:
-        _recreate(admin, pipeline, [spec.changelog, spec.timers, spec.watermarks], bootstrap, kafka)
+        _recreate(admin, pipeline, [*spec.journals.values(), spec.watermarks], bootstrap, kafka)
         shutil.rmtree(Path(state_dir) / pipeline.name / spec.name, ignore_errors=True)
     else:
         _forget_marks(pipeline, spec, bootstrap, kafka)

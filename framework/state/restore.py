@@ -44,7 +44,7 @@ class Restorer:
         self.consumer = consumer
         self.spec = spec
         self.topic_ids = topic_ids
-        self.journals = {spec.changelog: "changelog", spec.timers: "timers"}
+        self.journals = {topic: name for name, topic in spec.journals.items()}
         self._tasks: dict[int, _Progress] = {}
         self._ends = Ends(consumer)
         self._reported = time.monotonic()
@@ -104,20 +104,21 @@ class Restorer:
 
     def step(self, timeout: float = 0.0) -> list[tuple[int, TaskStore]]:
         """Apply one batch; returns the tasks that are now restored."""
-        changes: dict[int, tuple[list, list, dict[str, int]]] = {}
+        changes: dict[int, tuple[dict[str, list], dict[str, int]]] = {}
         for msg in self._ends.records(self.consumer.consume(_BATCH, timeout)):
             p = msg.partition()
             if p not in self._tasks:
                 continue
-            states, timers, offsets = changes.setdefault(p, ([], [], {}))
-            (states if msg.topic() == self.spec.changelog else timers).append(
-                (msg.key(), msg.value())
+            journals, offsets = changes.setdefault(
+                p, ({"changelog": [], "timers": [], "ids": []}, {})
             )
-            offsets[self.journals[msg.topic()]] = msg.offset() + 1
-        for p, (states, timers, offsets) in changes.items():
+            name = self.journals[msg.topic()]
+            journals[name].append((msg.key(), msg.value()))
+            offsets[name] = msg.offset() + 1
+        for p, (journals, offsets) in changes.items():
             task = self._tasks[p]
-            task.store.apply(states, timers, offsets)
-            task.applied += len(states) + len(timers)
+            task.store.apply(journals["changelog"], journals["timers"], offsets, journals["ids"])
+            task.applied += sum(map(len, journals.values()))
         self._ends.check_positions()
         self._report()
         pending = {p for _, p in self._ends.pending}
