@@ -23,32 +23,38 @@ def item_hash(key: str, rid: str) -> tuple[int, int]:
 
 
 class BloomFilter:
-    """A Bloom filter of `capacity` items at false-positive rate `fpr`: m bits, k probes at
-    (h1 + i*h2) mod m (Kirsch and Mitzenmacher)."""
+    """A Bloom filter of `capacity` items at false-positive rate at most `fpr`: m bits (a power
+    of two, so a probe is a mask), k probes at (h1 + i*h2) mod m with h2 odd, so the k probes
+    are distinct (Kirsch and Mitzenmacher's double hashing)."""
 
-    __slots__ = ("bits", "m", "k", "count", "capacity")
+    __slots__ = ("bits", "mask", "k", "count", "capacity")
 
     def __init__(self, capacity: int, fpr: float) -> None:
         capacity = max(1, capacity)
-        self.m = max(64, math.ceil(-capacity * math.log(fpr) / math.log(2) ** 2))
-        self.k = max(1, round(self.m / capacity * math.log(2)))
-        self.bits = bytearray((self.m + 7) // 8)
+        need = max(64, math.ceil(-capacity * math.log(fpr) / math.log(2) ** 2))
+        m = 1 << (need - 1).bit_length()
+        self.mask = m - 1
+        # the optimal k for the bits asked for; the extra bits of rounding m up only help
+        self.k = max(1, min(round(m / capacity * math.log(2)), math.ceil(-math.log2(fpr))))
+        self.bits = bytearray(m // 8)
         self.count = 0
         self.capacity = capacity
 
     def add(self, h: tuple[int, int]) -> None:
         h1, h2 = h
-        m, bits = self.m, self.bits
+        h2 |= 1
+        mask, bits = self.mask, self.bits
         for i in range(self.k):
-            bit = (h1 + i * h2) % m
+            bit = (h1 + i * h2) & mask
             bits[bit >> 3] |= 1 << (bit & 7)
         self.count += 1
 
     def __contains__(self, h: tuple[int, int]) -> bool:
         h1, h2 = h
-        m, bits = self.m, self.bits
+        h2 |= 1
+        mask, bits = self.mask, self.bits
         for i in range(self.k):
-            bit = (h1 + i * h2) % m
+            bit = (h1 + i * h2) & mask
             if not bits[bit >> 3] & (1 << (bit & 7)):
                 return False
         return True
@@ -62,9 +68,10 @@ class Generations:
     """Bloom filters of one task's ids, one generation per `slice_ms` of event time.
 
     Sized from the ids expected within one horizon (`expected` over `SLICES` slices), each
-    filter at `fpr / (SLICES + 1)` so that probing every live generation (at most SLICES + 1)
-    stays within `fpr`. A generation that outgrows its share gets another filter (scalable
-    Bloom filters, Almeida et al.) rather than a rising false-positive rate.
+    generation within `fpr / (SLICES + 1)`, so that probing every live generation (at most
+    SLICES + 1 while the watermark moves) stays within `fpr`. A generation that outgrows its
+    share gets another filter, twice as large at half the rate (scalable Bloom filters,
+    Almeida et al.), so its rate stays bounded instead of rising as it fills.
     """
 
     def __init__(self, slice_ms: int, expected: int, fpr: float) -> None:
@@ -80,7 +87,8 @@ class Generations:
         if filters is None or filters[-1].full:
             if filters is None:
                 filters = self._filters[generation] = []
-            bloom = BloomFilter(self._capacity, self._fpr)
+            n = len(filters)
+            bloom = BloomFilter(self._capacity << n, self._fpr / 2 ** (n + 1))
             filters.append(bloom)
             self._all.append(bloom)
         filters[-1].add(h)
