@@ -1,0 +1,130 @@
+"""Record-id deduplication on a real broker, run by `logwheel run`: a producer that re-sends
+a fifth of its records 1-40 positions later (same `logwheel.id`), and a SIGKILL mid-run; per
+key, a deduplicating computation's outputs are exactly the deduplicated input, each once, while
+the same computation without `dedup` shows every duplicate (so the test can fail)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import random
+
+import pytest
+from confluent_kafka import Producer
+
+from framework.core.clock import now_ms
+from tests.support import Job, import_job, job_source, read_topic, wait_for, write_job
+
+pytestmark = pytest.mark.timeout(600)
+
+DEDUP_JOB = """
+from framework import Computation, Dedup, Pipeline, key_by
+
+
+class Count(Computation):
+    def __init__(self, out):
+        self.out = out
+
+    def process_record(self, ctx, record):
+        n = ctx.state["n"] = ctx.state.get("n", 0) + 1
+        ctx.produce(self.out, {"click": record.value["click"], "n": n})
+
+
+pipeline = Pipeline(NAME, partitions=2)
+pipeline.source(CLICKS)
+pipeline.computation(
+    "dedup", lambda: Count(CLICKS + "-dedup"), inputs={CLICKS: key_by("user")},
+    outputs={CLICKS + "-dedup": None}, dedup=Dedup(horizon_ms=3_600_000),
+)
+pipeline.computation(
+    "plain", lambda: Count(CLICKS + "-plain"), inputs={CLICKS: None},
+    outputs={CLICKS + "-plain": None},
+)
+"""
+
+
+def _clicks(n: int, seed: int = 26) -> list[tuple[str, str, int]]:
+    """`n` sends (user, click id, index) of which about a fifth re-send an earlier click of
+    the same user 1-40 positions after it."""
+    rng = random.Random(seed)
+    sends: list[tuple[str, str, int] | None] = [None] * (n + 64)
+    fresh, i = 0, 0
+    while i < n:
+        if sends[i] is None:
+            user = f"user-{rng.randrange(20)}"
+            sends[i] = (user, f"click-{fresh}", fresh)
+            fresh += 1
+            if rng.random() < 0.25:  # some re-sent slots are taken: about 20 % in the end
+                later = i + rng.randint(1, 40)
+                if sends[later] is None:
+                    sends[later] = sends[i]
+        i += 1
+    return [s for s in sends[:n] if s is not None]
+
+
+def _send(kafka: str, topic: str, sends: list[tuple[str, str, int]], base: int) -> None:
+    producer = Producer({"bootstrap.servers": kafka, "enable.idempotence": True})
+    for user, click, index in sends:
+        producer.produce(
+            topic,
+            json.dumps({"user": user, "click": click}).encode(),
+            user.encode(),
+            timestamp=base + index,
+            headers=[("logwheel.id", click.encode())],
+        )
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def _per_key(msgs) -> dict[str, list[tuple[str, int]]]:
+    out = collections.defaultdict(list)
+    for m in msgs:
+        v = json.loads(m.value())
+        out[m.key().decode()].append((v["click"], v["n"]))
+    return dict(out)
+
+
+def test_duplicates_from_a_retrying_producer_are_dropped_once_each_across_a_sigkill(
+    kafka, tmp_path, unique
+):
+    name = unique("dedup")
+    clicks = f"{name}-clicks"
+    module = write_job(
+        tmp_path, name.replace("-", "_"), job_source(DEDUP_JOB, NAME=name, CLICKS=clicks)
+    )
+    pipeline = import_job(tmp_path, module).pipeline
+    from framework.kafka.topics import create_topics
+
+    create_topics(kafka, pipeline)
+    sends = _clicks(6_000)
+    assert 0.15 < 1 - len({s[1] for s in sends}) / len(sends) < 0.25  # ~20 % re-sent
+    seen, want = set(), collections.defaultdict(list)
+    for user, click, _ in sends:
+        if click not in seen:
+            seen.add(click)
+            want[user].append((click, len(want[user]) + 1))
+    raw = collections.defaultdict(list)
+    for user, click, _ in sends:
+        raw[user].append((click, len(raw[user]) + 1))
+    base = now_ms() - 600_000
+
+    run = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
+    run.start().wait_working(2)
+    try:
+        _send(kafka, clicks, sends[:3_000], base)
+        wait_for(lambda: read_topic(kafka, f"{clicks}-dedup", expect=500, idle=1), 60)
+        run.kill()  # mid-run: duplicates on both sides of the crash
+        run.start()
+        _send(kafka, clicks, sends[3_000:], base)
+        deduped = sum(map(len, want.values()))
+        got = read_topic(kafka, f"{clicks}-dedup", expect=deduped, timeout=180)
+        got += read_topic(kafka, f"{clicks}-dedup", timeout=10, idle=3)[len(got) :]
+        plain = read_topic(kafka, f"{clicks}-plain", expect=len(sends), timeout=180)
+        plain += read_topic(kafka, f"{clicks}-plain", timeout=10, idle=3)[len(plain) :]
+    finally:
+        run.stop()
+    assert _per_key(got) == dict(want)
+    assert _per_key(plain) == dict(raw)  # without dedup: every duplicate, counted
+    assert _per_key(plain) != _per_key(got)
+    journal = read_topic(kafka, f"{pipeline.name}.dedup.ids", timeout=30, idle=3)
+    assert len({m.key() for m in journal}) == deduped  # one journal record per new id
