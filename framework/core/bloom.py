@@ -5,6 +5,11 @@ no: a Bloom filter answers most of those in memory, so a first-seen record costs
 read; a "maybe" is confirmed in the store. A Bloom filter cannot forget, so ids are kept in
 one generation per slice of event time: when the watermark passes a slice plus the horizon,
 its generation is dropped whole, as the store drops its ids.
+
+The filter runs on the per-record path in Python, so it is shaped for few bytecodes: one
+128-bit mmh3 hash per item, cut into four 32-bit probes (K = 4, unrolled), m a power of two
+(a probe is a mask). Four probes need about a third more bits than the optimal k for the same
+rate, and cost less than half the time.
 """
 
 from __future__ import annotations
@@ -15,49 +20,55 @@ import mmh3
 
 SLICES = 4
 """Generations per horizon: ids outlive the horizon by at most a quarter of it."""
+K = 4
+_MAX_BITS = 1 << 32  # a probe is 32 bits of the hash
 
 
-def item_hash(key: str, rid: str) -> tuple[int, int]:
-    """The two 64-bit hashes of (key, id) every filter probes with (double hashing)."""
-    return mmh3.hash64(f"{key}\x00{rid}", signed=False)
+def item_hash(key: str, rid: str) -> int:
+    """The 128-bit hash of (key, id) a filter probes with."""
+    return mmh3.hash128(f"{key}\x00{rid}")
 
 
 class BloomFilter:
-    """A Bloom filter of `capacity` items at false-positive rate at most `fpr`: m bits (a power
-    of two, so a probe is a mask), k probes at (h1 + i*h2) mod m with h2 odd, so the k probes
-    are distinct (Kirsch and Mitzenmacher's double hashing)."""
+    """A Bloom filter of `capacity` items at a false-positive rate of at most `fpr`."""
 
-    __slots__ = ("bits", "mask", "k", "count", "capacity")
+    __slots__ = ("bits", "mask", "count", "capacity")
 
     def __init__(self, capacity: int, fpr: float) -> None:
         capacity = max(1, capacity)
-        need = max(64, math.ceil(-capacity * math.log(fpr) / math.log(2) ** 2))
-        m = 1 << (need - 1).bit_length()
+        # (1 - e^(-K n / m))^K = fpr, solved for m
+        need = math.ceil(-K * capacity / math.log(1 - fpr ** (1 / K)))
+        m = min(_MAX_BITS, 1 << max(6, (need - 1).bit_length()))
         self.mask = m - 1
-        # the optimal k for the bits asked for; the extra bits of rounding m up only help
-        self.k = max(1, min(round(m / capacity * math.log(2)), math.ceil(-math.log2(fpr))))
         self.bits = bytearray(m // 8)
         self.count = 0
         self.capacity = capacity
 
-    def add(self, h: tuple[int, int]) -> None:
-        h1, h2 = h
-        h2 |= 1
-        mask, bits = self.mask, self.bits
-        for i in range(self.k):
-            bit = (h1 + i * h2) & mask
-            bits[bit >> 3] |= 1 << (bit & 7)
+    def add(self, h: int) -> None:
+        bits, mask = self.bits, self.mask
+        p = h & mask
+        bits[p >> 3] |= 1 << (p & 7)
+        p = (h >> 32) & mask
+        bits[p >> 3] |= 1 << (p & 7)
+        p = (h >> 64) & mask
+        bits[p >> 3] |= 1 << (p & 7)
+        p = (h >> 96) & mask
+        bits[p >> 3] |= 1 << (p & 7)
         self.count += 1
 
-    def __contains__(self, h: tuple[int, int]) -> bool:
-        h1, h2 = h
-        h2 |= 1
-        mask, bits = self.mask, self.bits
-        for i in range(self.k):
-            bit = (h1 + i * h2) & mask
-            if not bits[bit >> 3] & (1 << (bit & 7)):
-                return False
-        return True
+    def __contains__(self, h: int) -> bool:
+        bits, mask = self.bits, self.mask
+        p = h & mask
+        if not bits[p >> 3] & (1 << (p & 7)):
+            return False
+        p = (h >> 32) & mask
+        if not bits[p >> 3] & (1 << (p & 7)):
+            return False
+        p = (h >> 64) & mask
+        if not bits[p >> 3] & (1 << (p & 7)):
+            return False
+        p = (h >> 96) & mask
+        return bool(bits[p >> 3] & (1 << (p & 7)))
 
     @property
     def full(self) -> bool:
@@ -78,32 +89,61 @@ class Generations:
         self.slice_ms = slice_ms
         self._capacity = max(1, expected // SLICES)
         self._fpr = fpr / (SLICES + 1)
-        self._filters: dict[int, list[BloomFilter]] = {}
-        self._all: list[BloomFilter] = []  # every live filter, probed in this order
+        self._filters: dict[int, list[BloomFilter]] = {}  # slice start -> its filters
+        self._all: list[BloomFilter] = []  # every live filter
+        self._probes: list[tuple[bytearray, int]] = []  # (bits, mask) of each, probed in order
+        self._last: tuple[int, BloomFilter] | None = None  # where the last id went
 
-    def add(self, h: tuple[int, int], time: int) -> None:
-        generation = time // self.slice_ms
-        filters = self._filters.get(generation)
-        if filters is None or filters[-1].full:
-            if filters is None:
-                filters = self._filters[generation] = []
-            n = len(filters)
-            bloom = BloomFilter(self._capacity << n, self._fpr / 2 ** (n + 1))
-            filters.append(bloom)
-            self._all.append(bloom)
-        filters[-1].add(h)
+    def add(self, h: int, start: int) -> None:
+        """Add an item seen in the slice that starts at `start`."""
+        last = self._last
+        if last is None or last[0] != start or last[1].count >= last[1].capacity:
+            filters = self._filters.setdefault(start, [])
+            if not filters or filters[-1].full:
+                n = len(filters)
+                bloom = BloomFilter(self._capacity << n, self._fpr / 2 ** (n + 1))
+                filters.append(bloom)
+                self._all.append(bloom)
+                self._probes.append((bloom.bits, bloom.mask))
+            last = self._last = (start, filters[-1])
+        bloom = last[1]
+        bits, mask = bloom.bits, bloom.mask
+        p = h & mask
+        bits[p >> 3] |= 1 << (p & 7)
+        p = (h >> 32) & mask
+        bits[p >> 3] |= 1 << (p & 7)
+        p = (h >> 64) & mask
+        bits[p >> 3] |= 1 << (p & 7)
+        p = (h >> 96) & mask
+        bits[p >> 3] |= 1 << (p & 7)
+        bloom.count += 1
 
-    def __contains__(self, h: tuple[int, int]) -> bool:
-        return any(h in bloom for bloom in self._all)
+    def __contains__(self, h: int) -> bool:
+        # BloomFilter.__contains__ inlined over every live filter: the per-record path
+        for bits, mask in self._probes:
+            p = h & mask
+            if not bits[p >> 3] & (1 << (p & 7)):
+                continue
+            p = (h >> 32) & mask
+            if not bits[p >> 3] & (1 << (p & 7)):
+                continue
+            p = (h >> 64) & mask
+            if not bits[p >> 3] & (1 << (p & 7)):
+                continue
+            p = (h >> 96) & mask
+            if bits[p >> 3] & (1 << (p & 7)):
+                return True
+        return False
 
-    def drop_before(self, time: int) -> None:
-        """Forget the generations whose slices end at or before `time` (a slice boundary)."""
-        first = time // self.slice_ms
-        doomed = [g for g in self._filters if g < first]
-        for g in doomed:
-            del self._filters[g]
+    def drop_before(self, start: int) -> None:
+        """Forget the generations of slices that start before `start` (a slice start)."""
+        doomed = [s for s in self._filters if s < start]
+        for s in doomed:
+            del self._filters[s]
         if doomed:
             self._all = [b for filters in self._filters.values() for b in filters]
+            self._probes = [(b.bits, b.mask) for b in self._all]
+            self._last = None
 
     @property
     def bytes(self) -> int:

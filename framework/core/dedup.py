@@ -7,29 +7,34 @@ asks `SeenIds.seen` before the hook and calls `remember` once the hook is done w
 (run or dead-lettered; not when it is to be retried). New ids (almost every record) are
 answered by the Bloom filter alone; a filter hit is confirmed against the pending ids and the
 committed ones (`IdBackend`: RocksDB for a Kafka task, memory for the Harness and backfill).
-Like timers, ids reach the commit as changes — one journal record per new id, a tombstone when
-it is collected — so they are durable in the same transaction as the state they guard.
 
-Collection: once the input low watermark passes a slice boundary `c + horizon_ms`, every id
-seen at an event time before `c` goes (slices are a quarter of the horizon, so an id lives
-between `horizon_ms` and 1.25 x `horizon_ms` of event time behind the watermark). A record
-older than the last collection cannot be checked: it is processed, not remembered, and
-counted in `logwheel_dedup_expired_total`.
+Like timers, ids reach the commit as changes, durable in the same transaction as the state
+they guard: a commit's new ids go to the compacted id journal as a few segments (one per
+slice of event time, `logwheel.SeenIds`), not one record each, and a segment is deleted with a
+tombstone when its slice is collected. Once the input low watermark passes a slice's end plus
+`horizon_ms`, its ids go (slices are a quarter of the horizon, so an id lives between
+`horizon_ms` and 1.25 x `horizon_ms` of event time behind the watermark). A record older than
+the last collection cannot be checked: it is processed, not remembered, and counted in
+`logwheel_dedup_expired_total`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
+
+from mmh3 import hash128
 
 from framework.core.api import MIN_TIME, Record
 from framework.core.bloom import SLICES, Generations, item_hash
 from framework.core.streams import PipelineError
 from framework.serde.codecs import decoder_for, encoder_for
 
-_ABSENT = object()
+SEGMENT_IDS = 1_000
+"""Ids per journal segment at most (a segment of 1,000 ids of 200 bytes fits in 1 MB)."""
 
 
 @dataclass(frozen=True)
@@ -63,22 +68,30 @@ class Dedup:
     def id_of(self, record: Record) -> str:
         """The record's id; ValueError if it has none."""
         rid = record.id if self.id is None else self.id(record)
+        if type(rid) is str and rid:
+            return rid
         if rid is None or rid == "":
             raise ValueError("the record has no id to deduplicate on")
-        return rid if type(rid) is str else str(rid)
+        return str(rid)
+
+
+class Segment(NamedTuple):
+    """One id journal record: `value` None is a tombstone (its ids are then unknown here)."""
+
+    key: bytes
+    value: bytes | None
+    start: int
+    ids: list[tuple[str, str]]
 
 
 class IdBackend(Protocol):
     """The committed ids of one task."""
 
-    def id_time(self, key: str, rid: str) -> int | None:
-        """When `rid` was seen for `key` (event time), None if it is not held."""
+    def has_id(self, key: str, rid: str) -> bool:
+        """Whether `rid` is held for `key`."""
 
-    def ids(self) -> Iterable[tuple[str, str, int]]:
-        """Every held (key, id, time), to rebuild the Bloom filter."""
-
-    def ids_between(self, start: int, end: int) -> Iterable[tuple[str, str]]:
-        """Held (key, id) seen at event times in [start, end)."""
+    def id_segments(self) -> Iterable[Segment]:
+        """Every held segment, to rebuild the Bloom filter and collect by slice."""
 
 
 class SeenIds:
@@ -86,53 +99,69 @@ class SeenIds:
 
     def __init__(self, dedup: Dedup, backend: IdBackend) -> None:
         self.horizon_ms = dedup.horizon_ms
-        slice_ms = dedup.horizon_ms // SLICES
+        self.slice_ms = dedup.horizon_ms // SLICES
         self._backend = backend
-        self._bloom = Generations(slice_ms, dedup.expected_ids, dedup.false_positive_rate)
+        self._bloom = Generations(self.slice_ms, dedup.expected_ids, dedup.false_positive_rate)
         self.collected_before = MIN_TIME  # ids seen before this event time are gone
-        self._pending: dict[tuple[str, str], int | None] = {}  # since the last changes()
-        self._reported: dict[tuple[str, str], int | None] = {}  # in the commit under way
-        for key, rid, time in backend.ids():
-            self._bloom.add(item_hash(key, rid), time)
+        self._pending: dict[tuple[str, str], int] = {}  # new since the last changes(): start
+        self._reported: dict[tuple[str, str], int] = {}  # in the commit under way
+        self._segments: dict[int, list[bytes]] = {}  # slice start -> its journal segments
+        self._doomed: list[tuple[bytes, int]] = []  # segments to delete in the next commit
+        for segment in backend.id_segments():
+            self._segments.setdefault(segment.start, []).append(segment.key)
+            for key, rid in segment.ids:
+                self._bloom.add(item_hash(key, rid), segment.start)
 
-    def seen(self, key: str, rid: str, h: tuple[int, int]) -> bool:
-        """Whether `rid` was seen for `key` (and not collected); `h` is `item_hash(key, rid)`."""
+    def first_seen(self, key: str, rid: str) -> int | None:
+        """`rid`'s hash if it was not seen for `key` (or was collected), None if it was."""
+        h = hash128(f"{key}\x00{rid}")  # item_hash, inlined: the per-record path
         if h not in self._bloom:
-            return False  # the common case: no store read
+            return h  # the common case: no store read
         slot = (key, rid)
-        time = self._pending.get(slot, _ABSENT)
-        if time is _ABSENT:
-            time = self._reported.get(slot, _ABSENT)
-            if time is _ABSENT:
-                time = self._backend.id_time(key, rid)
-        return time is not None
+        if slot in self._pending or slot in self._reported or self._backend.has_id(key, rid):
+            return None
+        return h
 
-    def remember(self, key: str, rid: str, h: tuple[int, int], time: int) -> None:
-        self._bloom.add(h, time)
-        self._pending[(key, rid)] = time
+    def remember(self, key: str, rid: str, h: int, time: int) -> None:
+        """The hook is done with the record of `rid` (its hash `h`, at `time`)."""
+        start = time - time % self.slice_ms
+        self._bloom.add(h, start)
+        self._pending[(key, rid)] = start
 
     def collect(self, watermark: int) -> None:
-        """The input low watermark is `watermark`: forget ids older than the horizon behind it
-        (at slice boundaries), with tombstones for the journal."""
-        slice_ms = self._bloom.slice_ms
-        before = (watermark - self.horizon_ms) // slice_ms * slice_ms
-        if before <= self.collected_before or watermark <= MIN_TIME + self.horizon_ms:
+        """The input low watermark is `watermark`: forget the slices that ended more than the
+        horizon behind it, with tombstones for their journal segments."""
+        if watermark <= MIN_TIME + self.horizon_ms:
             return
-        start, self.collected_before = self.collected_before, before
+        cut = watermark - self.horizon_ms
+        before = cut - cut % self.slice_ms
+        if before <= self.collected_before:
+            return
+        self.collected_before = before
+        for start in [s for s in self._segments if s < before]:
+            self._doomed += [(key, start) for key in self._segments.pop(start)]
         pending = self._pending
-        for slot in self._backend.ids_between(start, before):
-            pending[slot] = None
-        for held in (self._reported, pending):
-            for slot, time in list(held.items()):
-                if time is not None and time < before:
-                    pending[slot] = None
+        if any(start < before for start in pending.values()):
+            self._pending = {slot: s for slot, s in pending.items() if s >= before}
         self._bloom.drop_before(before)
 
-    def changes(self) -> list[tuple[str, str, int | None]]:
-        """(key, id, time, or None: collected) since the last `changes()`."""
-        self._reported.update(self._pending)
-        out = [(key, rid, time) for (key, rid), time in self._pending.items()]
-        self._pending = {}
+    def changes(self) -> list[Segment]:
+        """The journal records of the ids seen and collected since the last `changes()`."""
+        out = [Segment(key, None, start, []) for key, start in self._doomed]
+        self._doomed = []
+        slices: dict[int, list[tuple[str, str]]] = {}
+        for slot, start in self._pending.items():
+            ids = slices.get(start)
+            if ids is None:
+                ids = slices[start] = []
+            ids.append(slot)
+        for start, ids in slices.items():
+            for i in range(0, len(ids), SEGMENT_IDS):
+                chunk = ids[i : i + SEGMENT_IDS]
+                key = json.dumps([start, os.urandom(8).hex()]).encode()
+                out.append(Segment(key, encode_segment(start, chunk), start, chunk))
+                self._segments.setdefault(start, []).append(key)
+        self._reported, self._pending = self._pending, {}
         return out
 
     def committed(self) -> None:
@@ -148,41 +177,40 @@ class MemoryIdBackend:
     """Committed ids in memory, as the id journal would carry them (Harness, backfill)."""
 
     def __init__(self) -> None:
-        self.held: dict[tuple[str, str], int] = {}
+        self.held: set[tuple[str, str]] = set()
+        self.segments: dict[bytes, Segment] = {}
 
-    def id_time(self, key: str, rid: str) -> int | None:
-        return self.held.get((key, rid))
+    def has_id(self, key: str, rid: str) -> bool:
+        return (key, rid) in self.held
 
-    def ids(self) -> Iterable[tuple[str, str, int]]:
-        return [(key, rid, time) for (key, rid), time in self.held.items()]
+    def id_segments(self) -> Iterable[Segment]:
+        return list(self.segments.values())
 
-    def ids_between(self, start: int, end: int) -> Iterable[tuple[str, str]]:
-        return [slot for slot, time in self.held.items() if start <= time < end]
-
-    def apply(self, changes: Iterable[tuple[str, str, int | None]]) -> None:
-        for key, rid, time in changes:
-            if time is None:
-                self.held.pop((key, rid), None)
+    def apply(self, segments: Iterable[Segment]) -> None:
+        for segment in segments:
+            if segment.value is None:
+                gone = self.segments.pop(segment.key, None)
+                if gone is not None:
+                    self.held.difference_update(gone.ids)
             else:
-                self.held[(key, rid)] = time
+                self.segments[segment.key] = segment
+                self.held.update(segment.ids)
 
 
-_encode_seen = encoder_for("logwheel.SeenId")
-_decode_seen = decoder_for("logwheel.SeenId")
+_encode_segment = encoder_for("logwheel.SeenIds")
+_decode_segment = decoder_for("logwheel.SeenIds")
 
 
-def id_key(key: str, rid: str) -> bytes:
-    """Kafka key of an id journal record (and its RocksDB key): JSON `[key, id]`."""
-    return json.dumps([key, rid], separators=(",", ":")).encode()
+def encode_segment(start: int, ids: list[tuple[str, str]]) -> bytes:
+    keys, rids = zip(*ids, strict=True) if ids else ((), ())
+    return _encode_segment({"start": start, "keys": list(keys), "ids": list(rids)})
 
 
-def encode_seen(key: str, rid: str, time: int | None) -> bytes | None:
-    """An id journal value (None: the id was collected, a tombstone)."""
-    if time is None:
-        return None
-    return _encode_seen({"key": key, "id": rid, "time": time})
+def decode_segment(key: bytes, raw: bytes) -> Segment:
+    value = _decode_segment(raw)
+    return Segment(key, raw, value["start"], list(zip(value["keys"], value["ids"], strict=True)))
 
 
-def decode_seen(raw: bytes) -> tuple[str, str, int]:
-    entry = _decode_seen(raw)
-    return entry["key"], entry["id"], entry["time"]
+def id_entry(key: str, rid: str) -> bytes:
+    """A (key, id) as one unambiguous byte string (a store's key for it)."""
+    return f"{len(key)}:{key}{rid}".encode()

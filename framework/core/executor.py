@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from framework.core.api import EVENT, MIN_TIME, PROCESSING, Computation, Record, Timer
-from framework.core.bloom import item_hash
 from framework.core.clock import now_ms
 from framework.core.context import KeyedContext, Output, production_id
 from framework.core.dedup import IdBackend, SeenIds
@@ -113,17 +112,18 @@ class Executor:
                 record, BadRecord("dedup", f"no record id: {error}", error), "dedup"
             )
             return
-        h = item_hash(record.key, rid)
-        if record.timestamp < self.ids.collected_before:
+        ids = self.ids
+        if record.timestamp < ids.collected_before:
             DEDUP_EXPIRED.labels(self.spec.name).inc()  # its id may be gone: unchecked
             self._run(record)
             return
-        if self.ids.seen(record.key, rid, h):
+        h = ids.first_seen(record.key, rid)
+        if h is None:
             self.duplicates += 1
             DUPLICATES.labels(self.spec.name).inc()
             return
         self._run(record)  # a Retry goes up before the id is remembered: it runs again
-        self.ids.remember(record.key, rid, h, record.timestamp)
+        ids.remember(record.key, rid, h, record.timestamp)
 
     def _run(self, record: Record) -> None:
         if record.timestamp < self.input_watermark and not self._judges_lateness:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from framework.core.dedup import Segment
 from framework.core.metrics import RESTORE_SECONDS, RESTORED_RECORDS
 from framework.core.pipeline import ComputationSpec
 from framework.errors import TaskCorrupted
@@ -117,7 +118,8 @@ class Restorer:
             offsets[name] = msg.offset() + 1
         for p, (journals, offsets) in changes.items():
             task = self._tasks[p]
-            task.store.apply(journals["changelog"], journals["timers"], offsets, journals["ids"])
+            ids = [Segment(key, value, 0, []) for key, value in journals["ids"]]
+            task.store.apply(journals["changelog"], journals["timers"], offsets, ids)
             task.applied += sum(map(len, journals.values()))
         self._ends.check_positions()
         self._report()

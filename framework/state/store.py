@@ -1,6 +1,6 @@
 """The local RocksDB store of one task: committed state documents, pending timers, the record
-ids a deduplicating computation has seen (with an index by event time, for collecting them),
-and the journal offsets they reflect.
+ids a deduplicating computation has seen (the id journal's segments, and a key per id for
+confirming a Bloom filter's hit), and the journal offsets they reflect.
 
 The store only ever holds what a committed Kafka transaction made durable (invariant 1), so
 it may be deleted at any time: `restore` rebuilds it from the changelog and timer journal
@@ -20,13 +20,13 @@ from rocksdict import WriteOptions
 
 from framework.core.api import Timer
 from framework.core.dead_letters import undecodable
-from framework.core.dedup import decode_seen, id_key
+from framework.core.dedup import Segment, decode_segment, id_entry
 from framework.state.rocks import open_raw, read_json, write_with_position
 
 _STATE = b"s"
 _TIMER = b"t"
-_ID = b"i"  # + id journal key -> its value
-_ID_TIME = b"j"  # + event time (8 bytes, big-endian, offset) + id journal key -> b""
+_SEGMENT = b"g"  # + id journal key -> the segment (a commit's ids of one slice of time)
+_ID = b"i"  # + id_entry(key, id) -> b"", for each id a held segment has
 _CHECKPOINT = b"m:checkpoint"
 _TOPIC_IDS = b"m:topic-ids"
 
@@ -63,26 +63,17 @@ class TaskStore:
                 continue
             yield key, timer
 
-    def id_time(self, key: str, rid: str) -> int | None:
-        raw = self._db.get(_ID + id_key(key, rid))
-        return None if raw is None else decode_seen(raw)[2]
+    def has_id(self, key: str, rid: str) -> bool:
+        return self._db.get(_ID + id_entry(key, rid)) is not None
 
-    def ids(self) -> Iterator[tuple[str, str, int]]:
-        for raw_key, raw in self._db.items(from_key=_ID):
-            if not raw_key.startswith(_ID):
+    def id_segments(self) -> Iterator[Segment]:
+        for raw_key, raw in self._db.items(from_key=_SEGMENT):
+            if not raw_key.startswith(_SEGMENT):
                 break
             try:
-                yield decode_seen(raw)
+                yield decode_segment(raw_key[1:], raw)
             except Exception as error:
                 undecodable("ids", error)
-
-    def ids_between(self, start: int, end: int) -> Iterator[tuple[str, str]]:
-        stop = _ID_TIME + _time_bytes(end)
-        for raw_key in self._db.keys(from_key=_ID_TIME + _time_bytes(start)):
-            if raw_key >= stop or not raw_key.startswith(_ID_TIME):
-                break
-            key, rid = json.loads(raw_key[9:])
-            yield key, rid
 
     # -- what commits and restores write ---------------------------------------------------
 
@@ -95,7 +86,7 @@ class TaskStore:
         states: Iterable[tuple[bytes, bytes | None]],
         timers: Iterable[tuple[bytes, bytes | None]],
         checkpoint: dict[str, int],
-        ids: Iterable[tuple[bytes, bytes | None]] = (),
+        ids: Iterable[Segment] = (),
     ) -> None:
         """Write committed changes (key bytes, value bytes or None to delete) atomically with
         the checkpoint that says which journal offsets they reflect."""
@@ -107,21 +98,28 @@ class TaskStore:
         merged = {**self.checkpoint(), **checkpoint}
         write_with_position(self._db, changes, _CHECKPOINT, merged, self._write_options)
 
-    def _id_changes(
-        self, ids: Iterable[tuple[bytes, bytes | None]]
-    ) -> Iterator[tuple[bytes, bytes | None]]:
-        """Id journal records as store writes: the id, and its entry in the time index (a
-        tombstone reads the id's time to find it)."""
-        for key, value in ids:
-            raw = value if value is not None else self._db.get(_ID + key)
-            if raw is not None:
-                try:
-                    time = decode_seen(raw)[2]
-                except Exception as error:
-                    undecodable("ids", error)
-                    continue
-                yield _ID_TIME + _time_bytes(time) + key, None if value is None else b""
-            yield _ID + key, value
+    def _id_changes(self, segments: Iterable[Segment]) -> Iterator[tuple[bytes, bytes | None]]:
+        """Id journal segments as store writes: the segment, and a key per id it holds (a
+        tombstone reads the segment it deletes to find them)."""
+        for segment in segments:
+            ids, value = segment.ids, segment.value
+            if value is None:
+                raw = self._db.get(_SEGMENT + segment.key)
+                ids = [] if raw is None else self._decoded(segment.key, raw).ids
+            elif not ids:  # read from the journal: decode it
+                ids = self._decoded(segment.key, value).ids
+            mark = None if value is None else b""
+            for key, rid in ids:
+                yield _ID + id_entry(key, rid), mark
+            yield _SEGMENT + segment.key, value
+
+    @staticmethod
+    def _decoded(key: bytes, raw: bytes) -> Segment:
+        try:
+            return decode_segment(key, raw)
+        except Exception as error:
+            undecodable("ids", error)
+            return Segment(key, raw, 0, [])
 
     def topic_ids(self) -> dict[str, str]:
         """Ids of the journal topics the checkpoint counts offsets of (empty if unknown)."""
@@ -138,8 +136,3 @@ class TaskStore:
 
     def close(self) -> None:
         self._db.close()
-
-
-def _time_bytes(time: int) -> bytes:
-    """An event time as 8 bytes that sort as the times do."""
-    return (time + 2**63).to_bytes(8, "big")

@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka import Message
 
 from framework.core.api import MIN_TIME, Record
-from framework.core.dedup import encode_seen, id_key
+from framework.core.dedup import Segment
 from framework.core.executor import Executor
 from framework.core.pipeline import Input
 from framework.core.timers import encode_timer, timer_key
@@ -223,7 +223,7 @@ class KeyedTask(Task):
         self.output = TaskOutput(runtime)
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []
-        self._ids: list[tuple[bytes, bytes | None]] = []
+        self._ids: list[Segment] = []
         limit = runtime.collector.limits.of(spec.changelog).max_bytes
         self.executor = Executor(
             spec, store, store, self.output, state_max_bytes=limit, tables=tables, ids=store
@@ -290,12 +290,9 @@ class KeyedTask(Task):
         for key, value in self._timers:
             send(spec.timers, key, value, partition=p)
         if self.executor.ids is not None:
-            self._ids = [
-                (id_key(key, rid), encode_seen(key, rid, time))
-                for key, rid, time in self.executor.ids.changes()
-            ]
-            for key, value in self._ids:
-                send(spec.ids, key, value, partition=p)
+            self._ids = self.executor.ids.changes()
+            for segment in self._ids:
+                send(spec.ids, segment.key, segment.value, partition=p)
 
     def committed(self) -> None:
         written = self.rt.collector.written

@@ -1,11 +1,12 @@
-"""The ids a deduplicating task has seen, in its real RocksDB store: journaled values in, an
-index by event time for collecting them, and — behind the Bloom filter — no store read for a
-record seen for the first time (counted on the real store, not a mock)."""
+"""The ids a deduplicating task has seen, in its real RocksDB store: journal segments in, a
+key per id, tombstones that take a segment's ids with it, and — behind the Bloom filter — no
+store read for a record seen for the first time (counted on the real store, not a mock)."""
 
 from __future__ import annotations
 
 from framework import Computation, Dedup, Pipeline
-from framework.core.dedup import encode_seen, id_key
+from framework.core.api import Record
+from framework.core.dedup import Segment, encode_segment
 from framework.core.executor import Executor
 from framework.core.timers import decode_timer
 from framework.state.store import TaskStore
@@ -17,9 +18,9 @@ class CountingStore(TaskStore):
 
     reads = 0
 
-    def id_time(self, key: str, rid: str) -> int | None:
+    def has_id(self, key: str, rid: str) -> bool:
         self.reads += 1
-        return super().id_time(key, rid)
+        return super().has_id(key, rid)
 
 
 class Clicks(Computation):
@@ -27,44 +28,38 @@ class Clicks(Computation):
         ctx.state["n"] = ctx.state.get("n", 0) + 1
 
 
-def _seen(key: str, rid: str, time: int | None) -> tuple[bytes, bytes | None]:
-    return id_key(key, rid), encode_seen(key, rid, time)
-
-
 def _executor(store: TaskStore, horizon_ms: int = 3_600_000) -> Executor:
     pipeline = Pipeline("clicks")
     pipeline.source("clicks")
-    pipeline.computation(
-        "count", Clicks, inputs={"clicks": None}, dedup=Dedup(horizon_ms=horizon_ms)
-    )
+    dedup = Dedup(horizon_ms=horizon_ms)
+    pipeline.computation("count", Clicks, inputs={"clicks": None}, dedup=dedup)
     spec = pipeline["count"]
     return Executor(spec, store, store, MemoryOutput(spec), ids=store)
 
 
 def _commit(executor: Executor, store: TaskStore) -> None:
-    ids = [_seen(k, r, t) for k, r, t in executor.ids.changes()]
     states = [(key.encode(), raw) for key, raw in executor.state.changes()]
-    store.apply(states, [], {}, ids)
+    store.apply(states, [], {}, executor.ids.changes())
     executor.state.committed()
     executor.ids.committed()
 
 
-def _record(key: str, rid: str, time: int):
-    from framework.core.api import Record
-
+def _record(key: str, rid: str, time: int) -> Record:
     return Record(key, {}, time, "clicks", rid)
 
 
-def test_ids_survive_a_reopen_and_a_tombstone_removes_the_id_and_its_time_entry(tmp_path):
+def test_segments_survive_a_reopen_and_a_tombstone_removes_the_segment_and_its_ids(tmp_path):
     store = TaskStore(tmp_path / "task-0", decode_timer)
-    store.apply([], [], {"ids": 2}, [_seen("ann", "a", 10), _seen("bob", "b", 20)])
+    ids = [("ann", "a"), ("bob", "b")]
+    store.apply([], [], {"ids": 1}, [Segment(b"s1", encode_segment(0, ids), 0, [])])
     store.close()
-    store = TaskStore(tmp_path / "task-0", decode_timer)
-    assert store.id_time("ann", "a") == 10 and store.id_time("bob", "x") is None
-    assert sorted(store.ids()) == [("ann", "a", 10), ("bob", "b", 20)]
-    assert list(store.ids_between(0, 15)) == [("ann", "a")]
-    store.apply([], [], {"ids": 3}, [_seen("ann", "a", None)])
-    assert store.id_time("ann", "a") is None and list(store.ids_between(0, 100)) == [("bob", "b")]
+    store = TaskStore(tmp_path / "task-0", decode_timer)  # as restore hands it: raw values
+    assert store.has_id("ann", "a") and store.has_id("bob", "b")
+    assert not store.has_id("ann", "b")
+    [segment] = store.id_segments()
+    assert segment.key == b"s1" and segment.start == 0 and segment.ids == ids
+    store.apply([], [], {"ids": 2}, [Segment(b"s1", None, 0, [])])
+    assert not store.has_id("ann", "a") and list(store.id_segments()) == []
     store.close()
 
 
@@ -94,7 +89,8 @@ def test_the_stores_id_count_stays_bounded_under_a_moving_watermark(tmp_path):
         executor.advance_watermark(t - 1_000)
         if t % 1_000 == 0:
             _commit(executor, store)
-            held.append(sum(1 for _ in store.ids()))
+            held.append(sum(len(s.ids) for s in store.id_segments()))
     assert max(held) <= (horizon + horizon // 4 + 2_000) // 50
     assert held[-1] >= horizon // 50
+    assert not store.has_id("user-0", "click-0")  # collected, with its segment
     store.close()
