@@ -1,18 +1,21 @@
 """Record-id deduplication on a real broker, run by `logwheel run`: a producer that re-sends
 a fifth of its records 1-40 positions later (same `logwheel.id`), and a SIGKILL mid-run; per
 key, a deduplicating computation's outputs are exactly the deduplicated input, each once, while
-the same computation without `dedup` shows every duplicate (so the test can fail)."""
+the same computation without `dedup` shows every duplicate (so the test can fail). A task
+restored from the journals alone (local state deleted) still knows every id."""
 
 from __future__ import annotations
 
 import collections
 import json
 import random
+import shutil
 
 import pytest
 from confluent_kafka import Producer
 
 from framework.core.clock import now_ms
+from framework.core.dedup import decode_segment
 from tests.support import Job, import_job, job_source, read_topic, wait_for, write_job
 
 pytestmark = pytest.mark.timeout(600)
@@ -121,10 +124,18 @@ def test_duplicates_from_a_retrying_producer_are_dropped_once_each_across_a_sigk
         got += read_topic(kafka, f"{clicks}-dedup", timeout=10, idle=3)[len(got) :]
         plain = read_topic(kafka, f"{clicks}-plain", expect=len(sends), timeout=180)
         plain += read_topic(kafka, f"{clicks}-plain", timeout=10, idle=3)[len(plain) :]
+        run.stop()
+        shutil.rmtree(tmp_path / "state")  # the ids come back from the id journal alone
+        run.start().wait_working(2)
+        _send(kafka, clicks, sends[-300:], base)  # sent again: duplicates, every one
+        read_topic(kafka, f"{clicks}-plain", expect=len(plain) + 300, timeout=120)
+        again = read_topic(kafka, f"{clicks}-dedup", timeout=10, idle=3)
     finally:
         run.stop()
+    assert len(again) == len(got), "a restored task took duplicates for new records"
     assert _per_key(got) == dict(want)
     assert _per_key(plain) == dict(raw)  # without dedup: every duplicate, counted
     assert _per_key(plain) != _per_key(got)
     journal = read_topic(kafka, f"{pipeline.name}.dedup.ids", timeout=30, idle=3)
-    assert len({m.key() for m in journal}) == deduped  # one journal record per new id
+    held = [pair for m in journal for pair in decode_segment(m.key(), m.value()).ids]
+    assert len(held) == len(set(held)) == deduped  # each new id journaled once
