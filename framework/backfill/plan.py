@@ -3,11 +3,11 @@ down before anything else so that a backfill that dies is finished, not started 
 
 A plan is resolved once, from where the computation stands: per topic-partition it consumes,
 the group's committed offset (else `--from`) to `--until` (fixed when the plan is made), the
-`.by-key` topics from the committed offset to their end; its changelog and timer journal up to
-their current end; the input watermark its tasks last published; and the input watermark at
-the end of the range, as the data and the watermark channels say. It is kept as JSON on the
-compacted topic `<pipeline>.<computation>.backfill` (key `plan`), next to one completion
-record per Spark task that committed (key `done/<plan id>/<task>`).
+`.by-key` topics from the committed offset to their end; its changelog and timer journal (and
+id journal, with dedup) up to their current end; the input watermark its tasks last published;
+and the input watermark at the end of the range, as the data and the watermark channels say.
+It is kept as JSON on the compacted topic `<pipeline>.<computation>.backfill` (key `plan`),
+next to one completion record per Spark task that committed (key `done/<plan id>/<task>`).
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ class Plan:
     start_watermarks: dict[int, int]  # key-space partition -> input watermark it had
     end_watermark: int | None  # input watermark once the range is read; None: unknown
     lag: int  # the watermark trails the data by this much (BoundedOutOfOrderness)
+    ids_end: dict[int, int] = field(default_factory=dict)  # the id journal's (with dedup)
     created_at: int = field(default_factory=now_ms)
     status: str = "running"
 
@@ -93,6 +94,7 @@ class Plan:
         doc["ranges"] = tuple(Range(**r) for r in doc["ranges"])
         for name in ("changelog_end", "timers_end", "start_watermarks"):
             doc[name] = {int(p): o for p, o in doc[name].items()}
+        doc["ids_end"] = {int(p): o for p, o in doc.get("ids_end", {}).items()}
         return cls(**doc)
 
     def records(self) -> int:

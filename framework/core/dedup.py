@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from mmh3 import hash128
+from mmh3 import hash_bytes
 
 from framework.core.api import MIN_TIME, Record
-from framework.core.bloom import SLICES, Generations, item_hash
+from framework.core.bloom import SLICES, Generations, Probes, item_hash, probes_of
 from framework.core.streams import PipelineError
 from framework.serde.codecs import decoder_for, encoder_for
 
@@ -112,9 +112,9 @@ class SeenIds:
             for key, rid in segment.ids:
                 self._bloom.add(item_hash(key, rid), segment.start)
 
-    def first_seen(self, key: str, rid: str) -> int | None:
+    def first_seen(self, key: str, rid: str) -> Probes | None:
         """`rid`'s hash if it was not seen for `key` (or was collected), None if it was."""
-        h = hash128(f"{key}\x00{rid}")  # item_hash, inlined: the per-record path
+        h = probes_of(hash_bytes(f"{key}\x00{rid}"))  # item_hash, inlined: per record
         if h not in self._bloom:
             return h  # the common case: no store read
         slot = (key, rid)
@@ -122,7 +122,7 @@ class SeenIds:
             return None
         return h
 
-    def remember(self, key: str, rid: str, h: int, time: int) -> None:
+    def remember(self, key: str, rid: str, h: Probes, time: int) -> None:
         """The hook is done with the record of `rid` (its hash `h`, at `time`)."""
         start = time - time % self.slice_ms
         self._bloom.add(h, start)
@@ -145,17 +145,20 @@ class SeenIds:
             self._pending = {slot: s for slot, s in pending.items() if s >= before}
         self._bloom.drop_before(before)
 
-    def changes(self) -> list[Segment]:
-        """The journal records of the ids seen and collected since the last `changes()`."""
+    def changes(self, partition: Callable[[str], int] | None = None) -> list[Segment]:
+        """The journal records of the ids seen and collected since the last `changes()`; a
+        driver whose keys span journal partitions (the backfill) gives each key's `partition`,
+        so that a segment holds the ids of one."""
         out = [Segment(key, None, start, []) for key, start in self._doomed]
         self._doomed = []
-        slices: dict[int, list[tuple[str, str]]] = {}
+        slices: dict[tuple[int, int], list[tuple[str, str]]] = {}
         for slot, start in self._pending.items():
-            ids = slices.get(start)
+            where = (start, 0 if partition is None else partition(slot[0]))
+            ids = slices.get(where)
             if ids is None:
-                ids = slices[start] = []
+                ids = slices[where] = []
             ids.append(slot)
-        for start, ids in slices.items():
+        for (start, _), ids in slices.items():
             for i in range(0, len(ids), SEGMENT_IDS):
                 chunk = ids[i : i + SEGMENT_IDS]
                 key = json.dumps([start, os.urandom(8).hex()]).encode()
