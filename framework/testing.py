@@ -173,10 +173,11 @@ class Harness:
         process restart would; the input watermark is carried over (the runtime restores it
         from the watermark channels)."""
         watermark = self.executor.input_watermark
-        late = self.executor.late_records
+        late, duplicates = self.executor.late_records, self.executor.duplicates
         self.executor = self._new_executor()
         self.executor.input_watermark = watermark
         self.executor.late_records = late
+        self.executor.duplicates = duplicates
         if self.executor.ids is not None:
             self.executor.ids.collect(watermark)
 
@@ -215,7 +216,7 @@ class Harness:
 
     @property
     def duplicates(self) -> int:
-        """Records dropped as duplicates (dedup=Dedup(...)) since this executor started."""
+        """Records dropped as duplicates (dedup=Dedup(...))."""
         return self.executor.duplicates
 
     @property

@@ -80,6 +80,7 @@ class Executor:
             if ids is None:
                 raise TypeError(f"computation {spec.name!r} deduplicates: give the executor ids=")
             self.ids = SeenIds(spec.dedup, ids)
+        self._duplicates_metric = DUPLICATES.labels(spec.name)
         cls = type(self.computation)
         self._process_record = self.computation.process_record
         self._on_late = (
@@ -120,7 +121,7 @@ class Executor:
         h = ids.first_seen(record.key, rid)
         if h is None:
             self.duplicates += 1
-            DUPLICATES.labels(self.spec.name).inc()
+            self._duplicates_metric.inc()
             return
         self._run(record)  # a Retry goes up before the id is remembered: it runs again
         ids.remember(record.key, rid, h, record.timestamp)
