@@ -171,10 +171,6 @@ class SeenIds:
         """What `changes()` returned is durable (the backend holds it)."""
         self._reported = {}
 
-    @property
-    def filter_bytes(self) -> int:
-        return self._bloom.bytes
-
 
 class MemoryIdBackend:
     """Committed ids in memory, as the id journal would carry them (Harness, backfill)."""
