@@ -5,16 +5,14 @@ run` after it drops re-sends of records the backfill processed — and a second 
 
 from __future__ import annotations
 
-import collections
-import json
 import random
 
 import pytest
-from confluent_kafka import Producer
 
 from framework.backfill.driver import backfill
 from framework.backfill.session import session
 from framework.kafka.topics import create_topics
+from tests.integration.dedup_clicks import counted, per_key, send_clicks
 from tests.support import (
     Job,
     import_job,
@@ -45,23 +43,6 @@ pipeline.computation(
 """
 
 
-def _send(kafka: str, topic: str, sends: list[tuple[str, str]], t0: int) -> None:
-    producer = Producer({"bootstrap.servers": kafka, "enable.idempotence": True})
-    for i, (user, click) in enumerate(sends):
-        value = json.dumps({"click": click}).encode()
-        producer.produce(topic, value, user.encode(), timestamp=t0 + i,
-                         headers=[("logwheel.id", click.encode())])  # fmt: skip
-    assert producer.flush(60) == 0
-
-
-def _per_key(msgs) -> dict[str, list[tuple[str, int]]]:
-    out = collections.defaultdict(list)
-    for m in msgs:
-        v = json.loads(m.value())
-        out[m.key().decode()].append((v["click"], v["n"]))
-    return dict(out)
-
-
 def test_backfill_and_run_share_the_ids_each_drops_the_others_duplicates(kafka, tmp_path, unique):
     name = unique("bfdedup")
     clicks = f"{name}-clicks"
@@ -73,18 +54,14 @@ def test_backfill_and_run_share_the_ids_each_drops_the_others_duplicates(kafka, 
     first += rng.sample(first, 40)  # duplicates within the backfill's range
     second = rng.sample(first, 30) + [(f"u{rng.randrange(5)}", f"d{i}") for i in range(100)]
     third = rng.sample(first, 20) + rng.sample(second, 20) + [("u0", "e0")]
-    want, seen = collections.defaultdict(list), set()
-    for user, click in first + second + third:
-        if (user, click) not in seen:
-            seen.add((user, click))
-            want[user].append((click, len(want[user]) + 1))
+    want = counted(first + second + third, dedup=True)
 
     spark = session("local[2,3]", "logwheel-test-backfill-dedup")
     try:
-        _send(kafka, clicks, first, T0)
+        send_clicks(kafka, clicks, [(u, c, T0 + i) for i, (u, c) in enumerate(first)])
         summary = backfill(pipeline, "count", bootstrap=kafka, spark=spark)
         assert summary.records_out == len(set(first))
-        _send(kafka, clicks, second, T0 + 10_000)
+        send_clicks(kafka, clicks, [(u, c, T0 + 10_000 + i) for i, (u, c) in enumerate(second)])
         job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "s", path=tmp_path)
         job.start()
         try:
@@ -92,10 +69,10 @@ def test_backfill_and_run_share_the_ids_each_drops_the_others_duplicates(kafka, 
             read_topic(kafka, f"{clicks}-counts", expect=expect, timeout=120)
         finally:
             job.stop()
-        _send(kafka, clicks, third, T0 + 20_000)
+        send_clicks(kafka, clicks, [(u, c, T0 + 20_000 + i) for i, (u, c) in enumerate(third)])
         wait_until_resettable(pipeline, "count", kafka, tmp_path / "s")
         backfill(pipeline, "count", bootstrap=kafka, spark=spark)
     finally:
         spark.stop()
     got = read_topic(kafka, f"{clicks}-counts", timeout=30, idle=3)
-    assert _per_key(got) == dict(want)
+    assert per_key(got) == want

@@ -6,16 +6,14 @@ restored from the journals alone (local state deleted) still knows every id."""
 
 from __future__ import annotations
 
-import collections
-import json
 import random
 import shutil
 
 import pytest
-from confluent_kafka import Producer
 
 from framework.core.clock import now_ms
 from framework.core.dedup import decode_segment
+from tests.integration.dedup_clicks import counted, per_key, send_clicks
 from tests.support import Job, import_job, job_source, read_topic, wait_for, write_job
 
 pytestmark = pytest.mark.timeout(600)
@@ -65,28 +63,6 @@ def _clicks(n: int, seed: int = 26) -> list[tuple[str, str, int]]:
     return [s for s in sends[:n] if s is not None]
 
 
-def _send(kafka: str, topic: str, sends: list[tuple[str, str, int]], base: int) -> None:
-    producer = Producer({"bootstrap.servers": kafka, "enable.idempotence": True})
-    for user, click, index in sends:
-        producer.produce(
-            topic,
-            json.dumps({"user": user, "click": click}).encode(),
-            user.encode(),
-            timestamp=base + index,
-            headers=[("logwheel.id", click.encode())],
-        )
-        producer.poll(0)
-    assert producer.flush(60) == 0
-
-
-def _per_key(msgs) -> dict[str, list[tuple[str, int]]]:
-    out = collections.defaultdict(list)
-    for m in msgs:
-        v = json.loads(m.value())
-        out[m.key().decode()].append((v["click"], v["n"]))
-    return dict(out)
-
-
 def test_duplicates_from_a_retrying_producer_are_dropped_once_each_across_a_sigkill(
     kafka, tmp_path, unique
 ):
@@ -99,26 +75,20 @@ def test_duplicates_from_a_retrying_producer_are_dropped_once_each_across_a_sigk
     from framework.kafka.topics import create_topics
 
     create_topics(kafka, pipeline)
-    sends = _clicks(6_000)
-    assert 0.15 < 1 - len({s[1] for s in sends}) / len(sends) < 0.25  # ~20 % re-sent
-    seen, want = set(), collections.defaultdict(list)
-    for user, click, _ in sends:
-        if click not in seen:
-            seen.add(click)
-            want[user].append((click, len(want[user]) + 1))
-    raw = collections.defaultdict(list)
-    for user, click, _ in sends:
-        raw[user].append((click, len(raw[user]) + 1))
     base = now_ms() - 600_000
+    sends = [(user, click, base + i) for user, click, i in _clicks(6_000)]
+    assert 0.15 < 1 - len({s[1] for s in sends}) / len(sends) < 0.25  # ~20 % re-sent
+    want = counted([s[:2] for s in sends], dedup=True)
+    raw = counted([s[:2] for s in sends], dedup=False)
 
     run = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
     run.start().wait_working(2)
     try:
-        _send(kafka, clicks, sends[:3_000], base)
+        send_clicks(kafka, clicks, sends[:3_000])
         wait_for(lambda: read_topic(kafka, f"{clicks}-dedup", expect=500, idle=1), 60)
         run.kill()  # mid-run: duplicates on both sides of the crash
         run.start()
-        _send(kafka, clicks, sends[3_000:], base)
+        send_clicks(kafka, clicks, sends[3_000:])
         deduped = sum(map(len, want.values()))
         got = read_topic(kafka, f"{clicks}-dedup", expect=deduped, timeout=180)
         got += read_topic(kafka, f"{clicks}-dedup", timeout=10, idle=3)[len(got) :]
@@ -127,15 +97,15 @@ def test_duplicates_from_a_retrying_producer_are_dropped_once_each_across_a_sigk
         run.stop()
         shutil.rmtree(tmp_path / "state")  # the ids come back from the id journal alone
         run.start().wait_working(2)
-        _send(kafka, clicks, sends[-300:], base)  # sent again: duplicates, every one
+        send_clicks(kafka, clicks, sends[-300:])  # sent again: duplicates, every one
         read_topic(kafka, f"{clicks}-plain", expect=len(plain) + 300, timeout=120)
         again = read_topic(kafka, f"{clicks}-dedup", timeout=10, idle=3)
     finally:
         run.stop()
     assert len(again) == len(got), "a restored task took duplicates for new records"
-    assert _per_key(got) == dict(want)
-    assert _per_key(plain) == dict(raw)  # without dedup: every duplicate, counted
-    assert _per_key(plain) != _per_key(got)
+    assert per_key(got) == want
+    assert per_key(plain) == raw  # without dedup: every duplicate, counted
+    assert per_key(plain) != per_key(got)
     journal = read_topic(kafka, f"{pipeline.name}.dedup.ids", timeout=30, idle=3)
     held = [pair for m in journal for pair in decode_segment(m.key(), m.value()).ids]
     assert len(held) == len(set(held)) == deduped  # each new id journaled once
