@@ -113,7 +113,18 @@ class Generations:
                 self._all.append(bloom)
                 self._probes.append((bloom.bits, bloom.mask))
             last = self._last = (start, filters[-1])
-        last[1].add(h)
+        bloom = last[1]  # BloomFilter.add, inlined: the per-record path
+        bits, mask = bloom.bits, bloom.mask
+        a, b, c, d = h
+        a &= mask
+        bits[a >> 3] |= 1 << (a & 7)
+        b &= mask
+        bits[b >> 3] |= 1 << (b & 7)
+        c &= mask
+        bits[c >> 3] |= 1 << (c & 7)
+        d &= mask
+        bits[d >> 3] |= 1 << (d & 7)
+        bloom.count += 1
 
     def __contains__(self, h: Probes) -> bool:
         # BloomFilter.__contains__ inlined over every live filter: the per-record path

@@ -81,6 +81,7 @@ class Executor:
                 raise TypeError(f"computation {spec.name!r} deduplicates: give the executor ids=")
             self.ids = SeenIds(spec.dedup, ids)
         self._duplicates_metric = DUPLICATES.labels(spec.name)
+        self._id_of = None if spec.dedup is None else spec.dedup.id
         cls = type(self.computation)
         self._process_record = self.computation.process_record
         self._on_late = (
@@ -106,13 +107,15 @@ class Executor:
         if self.ids is None:
             self._run(record)
             return
-        try:
-            rid = self.spec.dedup.id_of(record)
-        except Exception as error:
-            self.output.dead_letter(
-                record, BadRecord("dedup", f"no record id: {error}", error), "dedup"
-            )
-            return
+        rid = record.id  # the default: Dedup.id_of without its call
+        if self._id_of is not None or type(rid) is not str or not rid:
+            try:
+                rid = self.spec.dedup.id_of(record)
+            except Exception as error:
+                self.output.dead_letter(
+                    record, BadRecord("dedup", f"no record id: {error}", error), "dedup"
+                )
+                return
         ids = self.ids
         if record.timestamp < ids.collected_before:
             DEDUP_EXPIRED.labels(self.spec.name).inc()  # its id may be gone: unchecked
