@@ -100,14 +100,20 @@ class TaskStore:
 
     def _id_changes(self, segments: Iterable[Segment]) -> Iterator[tuple[bytes, bytes | None]]:
         """Id journal segments as store writes: the segment, and a key per id it holds (a
-        tombstone reads the segment it deletes to find them)."""
+        tombstone reads the segment it deletes to find them, from this batch or the store)."""
+        fresh: dict[bytes, list[tuple[str, str]]] = {}  # segments written in this batch
         for segment in segments:
             ids, value = segment.ids, segment.value
             if value is None:
-                raw = self._db.get(_SEGMENT + segment.key)
-                ids = [] if raw is None else self._decoded(segment.key, raw).ids
-            elif not ids:  # read from the journal: decode it
-                ids = self._decoded(segment.key, value).ids
+                if segment.key in fresh:
+                    ids = fresh.pop(segment.key)
+                else:
+                    raw = self._db.get(_SEGMENT + segment.key)
+                    ids = [] if raw is None else self._decoded(segment.key, raw).ids
+            else:
+                if not ids:  # read from the journal: decode it
+                    ids = self._decoded(segment.key, value).ids
+                fresh[segment.key] = ids
             mark = None if value is None else b""
             # id_entry, inlined: one write per id seen, the bulk of a deduplicating commit
             yield from [(f"i{len(key)}:{key}{rid}".encode(), mark) for key, rid in ids]

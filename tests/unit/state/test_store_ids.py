@@ -63,6 +63,14 @@ def test_segments_survive_a_reopen_and_a_tombstone_removes_the_segment_and_its_i
     store.close()
 
 
+def test_a_segment_and_its_tombstone_restored_in_one_batch_leave_no_id_behind(tmp_path):
+    store = TaskStore(tmp_path / "task-0", decode_timer)
+    value = encode_segment(0, [("ann", "a")])
+    store.apply([], [], {"ids": 2}, [Segment(b"s1", value, 0, []), Segment(b"s1", None, 0, [])])
+    assert not store.has_id("ann", "a") and list(store.id_segments()) == []
+    store.close()
+
+
 def test_a_first_seen_record_does_no_store_read_and_a_duplicate_is_confirmed_in_the_store(
     tmp_path,
 ):
