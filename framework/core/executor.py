@@ -80,6 +80,8 @@ class Executor:
             if ids is None:
                 raise TypeError(f"computation {spec.name!r} deduplicates: give the executor ids=")
             self.ids = SeenIds(spec.dedup, ids)
+        else:
+            self.process = self._run  # type: ignore[method-assign] # no dedup, no extra step
         self._duplicates_metric = DUPLICATES.labels(spec.name)
         self._id_of = None if spec.dedup is None else spec.dedup.id
         cls = type(self.computation)
@@ -104,9 +106,6 @@ class Executor:
     def process(self, record: Record) -> None:
         """Run the record's hook: process_record, or on_late_record if it is late; with
         dedup, not when its id was already seen for its key."""
-        if self.ids is None:
-            self._run(record)
-            return
         rid = record.id  # the default: Dedup.id_of without its call
         if self._id_of is not None or type(rid) is not str or not rid:
             try:
@@ -130,6 +129,7 @@ class Executor:
         ids.remember(record.key, rid, h, record.timestamp)
 
     def _run(self, record: Record) -> None:
+        """`process` past its dedup step (all of it without dedup)."""
         if record.timestamp < self.input_watermark and not self._judges_lateness:
             if self._on_late is None:
                 self._late(record)

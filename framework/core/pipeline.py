@@ -290,7 +290,8 @@ class Pipeline:
         as `{"key", "start", "end", "value"}` with timestamp `end - 1` — once, when the input
         low watermark reaches `end + grace_ms` (`emit="final"`), or on every change
         (`emit="update"`). A record whose windows have all closed is late: dropped and counted
-        (`on_late="drop"`) or dead-lettered at stage "late" (`on_late="dead_letter"`)."""
+        (`on_late="drop"`) or dead-lettered at stage "late" (`on_late="dead_letter"`).
+        `dedup=Dedup(...)` drops records whose id was already seen for the same key."""
         where = f"windowed computation {name!r}"
         if not isinstance(window, Hopping | Session):
             raise PipelineError(
