@@ -36,7 +36,8 @@ def item_hash(key: str, rid: str) -> Probes:
 
 
 class BloomFilter:
-    """A Bloom filter of `capacity` items at a false-positive rate of at most `fpr`."""
+    """The bits of a Bloom filter of `capacity` items at a false-positive rate of at most
+    `fpr`; `Generations` sets and probes them (inlined there: the per-record path)."""
 
     __slots__ = ("bits", "mask", "count", "capacity")
 
@@ -49,33 +50,6 @@ class BloomFilter:
         self.bits = bytearray(m // 8)
         self.count = 0
         self.capacity = capacity
-
-    def add(self, h: Probes) -> None:
-        bits, mask = self.bits, self.mask
-        a, b, c, d = h
-        a &= mask
-        bits[a >> 3] |= 1 << (a & 7)
-        b &= mask
-        bits[b >> 3] |= 1 << (b & 7)
-        c &= mask
-        bits[c >> 3] |= 1 << (c & 7)
-        d &= mask
-        bits[d >> 3] |= 1 << (d & 7)
-        self.count += 1
-
-    def __contains__(self, h: Probes) -> bool:
-        bits, mask = self.bits, self.mask
-        a, b, c, d = h
-        a &= mask
-        b &= mask
-        c &= mask
-        d &= mask
-        return bool(
-            bits[a >> 3] & (1 << (a & 7))
-            and bits[b >> 3] & (1 << (b & 7))
-            and bits[c >> 3] & (1 << (c & 7))
-            and bits[d >> 3] & (1 << (d & 7))
-        )
 
     @property
     def full(self) -> bool:
@@ -113,7 +87,7 @@ class Generations:
                 self._all.append(bloom)
                 self._probes.append((bloom.bits, bloom.mask))
             last = self._last = (start, filters[-1])
-        bloom = last[1]  # BloomFilter.add, inlined: the per-record path
+        bloom = last[1]
         bits, mask = bloom.bits, bloom.mask
         a, b, c, d = h
         a &= mask
@@ -127,7 +101,6 @@ class Generations:
         bloom.count += 1
 
     def __contains__(self, h: Probes) -> bool:
-        # BloomFilter.__contains__ inlined over every live filter: the per-record path
         a, b, c, d = h
         for bits, mask in self._probes:
             p = a & mask

@@ -20,11 +20,16 @@ def test_the_false_positive_rate_on_a_million_ids_is_within_the_configured_bound
 
 
 def test_a_filter_has_no_false_negatives():
-    bloom = BloomFilter(1000, 0.01)
+    bloom = Generations(100, expected=4_000, fpr=0.01)
     items = [item_hash("k", str(i)) for i in range(1000)]
     for h in items:
-        bloom.add(h)
+        bloom.add(h, 0)
     assert all(h in bloom for h in items)
+
+
+def test_a_filter_is_sized_for_its_rate_with_four_probes():
+    bloom = BloomFilter(1_000, 0.01)  # (1 - e^(-4n/m))^4 <= 0.01 needs m >= 10,526 bits
+    assert len(bloom.bits) * 8 >= 10_526 and bloom.mask == len(bloom.bits) * 8 - 1
 
 
 def test_dropping_a_generation_forgets_its_ids_only():
