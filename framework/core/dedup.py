@@ -31,7 +31,7 @@ from mmh3 import hash_bytes
 from framework.core.api import MIN_TIME, Record
 from framework.core.bloom import SLICES, Generations, Probes, item_hash, probes_of
 from framework.core.streams import PipelineError
-from framework.serde.codecs import decoder_for, encoder_for
+from framework.serde.codecs import decode_json, decoder_for, encode_json, encoder_for
 
 SEGMENT_IDS = 1_000
 """Ids per journal segment at most (a segment of 1,000 ids of 200 bytes fits in 1 MB)."""
@@ -201,13 +201,12 @@ _decode_segment = decoder_for("logwheel.SeenIds")
 
 
 def encode_segment(start: int, ids: list[tuple[str, str]]) -> bytes:
-    keys, rids = zip(*ids, strict=True) if ids else ((), ())
-    return _encode_segment({"start": start, "keys": list(keys), "ids": list(rids)})
+    return _encode_segment({"start": start, "ids": encode_json(ids)})
 
 
 def decode_segment(key: bytes, raw: bytes) -> Segment:
     value = _decode_segment(raw)
-    return Segment(key, raw, value["start"], list(zip(value["keys"], value["ids"], strict=True)))
+    return Segment(key, raw, value["start"], [(k, r) for k, r in decode_json(value["ids"])])
 
 
 def id_entry(key: str, rid: str) -> bytes:
