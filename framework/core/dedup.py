@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -151,13 +152,13 @@ class SeenIds:
         so that a segment holds the ids of one."""
         out = [Segment(key, None, start, []) for key, start in self._doomed]
         self._doomed = []
-        slices: dict[tuple[int, int], list[tuple[str, str]]] = {}
-        for slot, start in self._pending.items():
-            where = (start, 0 if partition is None else partition(slot[0]))
-            ids = slices.get(where)
-            if ids is None:
-                ids = slices[where] = []
-            ids.append(slot)
+        slices: dict[tuple[int, int], list[tuple[str, str]]] = defaultdict(list)
+        if partition is None:  # one partition: a segment per slice
+            for slot, start in self._pending.items():
+                slices[start, 0].append(slot)
+        else:
+            for slot, start in self._pending.items():
+                slices[start, partition(slot[0])].append(slot)
         for (start, _), ids in slices.items():
             for i in range(0, len(ids), SEGMENT_IDS):
                 chunk = ids[i : i + SEGMENT_IDS]
