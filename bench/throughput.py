@@ -16,6 +16,9 @@ after the other on the same broker in the same run, each over its own copy of th
 - `logwheel exactly_once wire`: the same pipeline against a Schema Registry (an embedded one,
   started for the run), so `wordcount.WordCount` is written in the Confluent wire format instead
   of single-object encoding (issue 22: CPU per record within 10% of exactly_once);
+- `logwheel exactly_once +dedup`: the same with `dedup=Dedup()` on CountWords, every record a
+  new id (the common case: the Bloom filter answers, no store read; one id journal record
+  each) (issue 26: CPU per record at most 15% over exactly_once);
 - peers, with `--peers` or LOGWHEEL_BENCH_PEERS=1 (make bench sets it), each in a pinned
   virtualenv of its own (bench/peers.py): `quix exactly_once` / `quix at_least_once`,
   bench/peers/quix_count_words.py, the same count per word in Quix Streams' RocksDB state with
@@ -65,7 +68,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, peers  # noqa: E402
-from framework import Pipeline  # noqa: E402
+from framework import Dedup, Pipeline  # noqa: E402
 from framework.jvm.process import any_free_port  # noqa: E402
 from jobs.wordcount import CountWords  # noqa: E402
 from tests.support import Job  # noqa: E402
@@ -83,6 +86,7 @@ CONTENDERS = {
     "logwheel at_least_once": "at_least_once",
     "logwheel exactly_once +metrics": "exactly_once+metrics",
     "logwheel exactly_once wire": "exactly_once+wire",
+    "logwheel exactly_once +dedup": "exactly_once+dedup",
 }
 PEERS = {
     "quix exactly_once": ("quix", "exactly-once"),
@@ -101,10 +105,15 @@ RUN_TIMEOUT_S = 600.0
 
 
 def count_words(
-    name: str, words: str, counts: str, guarantee: str, registry: str | None = None
+    name: str,
+    words: str,
+    counts: str,
+    guarantee: str,
+    registry: str | None = None,
+    dedup: bool = False,
 ) -> Pipeline:
     """The pipeline a logwheel contender runs: CountWords alone over a pre-filled topic; with
-    a `registry`, its output in the Confluent wire format."""
+    a `registry`, its output in the Confluent wire format; with `dedup`, deduplicating."""
     return (
         Pipeline(name, partitions=PARTITIONS, registry=registry)
         .source(words)
@@ -114,6 +123,7 @@ def count_words(
             inputs={words: None},
             outputs={counts: "wordcount.WordCount"},
             guarantee=guarantee,
+            dedup=Dedup() if dedup else None,
         )
     )
 
@@ -213,8 +223,9 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
         guarantee, _, extra = kind.partition("+")
         registry = ws.registry() if extra == "wire" else None
         pipeline = ws.pipeline(
-            "bench.throughput:count_words", name, source, output, guarantee, registry
-        )
+            "bench.throughput:count_words", name, source, output, guarantee, registry,
+            extra == "dedup",
+        )  # fmt: skip
         job = ws.job(pipeline, "count-words")
         if extra == "metrics":
             job.args += ["--metrics-port", str(any_free_port())]

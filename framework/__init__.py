@@ -5,6 +5,7 @@ from framework.core import windows
 from framework.core.api import MIN_TIME, Computation, Context, Record, Timer
 from framework.core.pipeline import (
     BoundedOutOfOrderness,
+    Dedup,
     InjectorWatermark,
     Percentile,
     Pipeline,
@@ -17,6 +18,7 @@ __all__ = [
     "BoundedOutOfOrderness",
     "Computation",
     "Context",
+    "Dedup",
     "InjectorWatermark",
     "Percentile",
     "Pipeline",

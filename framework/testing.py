@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from framework.core.api import Record, Timer
 from framework.core.context import copy_json, production_id
 from framework.core.dead_letters import ErrorPolicy, reason_of
+from framework.core.dedup import MemoryIdBackend
 from framework.core.executor import Executor
 from framework.core.keyed_state import MemoryStateBackend
 from framework.core.percentile import percentile_watermark
@@ -84,6 +85,7 @@ class Harness:
         self._encoders = {s: encoder_for(pipeline.schema_of(s)) for s in self._inputs}
         self._state_backend = MemoryStateBackend()
         self._timer_backend = MemoryTimerBackend()
+        self._id_backend = MemoryIdBackend()
         self._collector = MemoryOutput(self.spec)
         self._now = 0
         self._ids = itertools.count()
@@ -99,6 +101,7 @@ class Harness:
             self._collector,
             clock=lambda: self._now,
             tables=self._tables,
+            ids=self._id_backend,
         )
 
     # -- driving ------------------------------------------------------------------------------
@@ -210,6 +213,9 @@ class Harness:
         self.executor.strict_watermark = old.strict_watermark
         self.executor.late_records = old.late_records
         self.executor.percentile_late = old.percentile_late
+        self.executor.duplicates = old.duplicates
+        if self.executor.ids is not None:
+            self.executor.ids.collect(old.input_watermark)
 
     # -- looking ------------------------------------------------------------------------------
 
@@ -251,6 +257,11 @@ class Harness:
         return self.executor.percentile_late
 
     @property
+    def duplicates(self) -> int:
+        """Records dropped as duplicates (dedup=Dedup(...))."""
+        return self.executor.duplicates
+
+    @property
     def watermark(self) -> int:
         """The input low watermark: the one timers and lateness follow (ctx.low_watermark)."""
         return self.executor.input_watermark
@@ -276,4 +287,7 @@ class Harness:
         self._timer_backend.apply(executor.timers.changes())
         executor.state.committed()
         executor.timers.committed()
+        if executor.ids is not None:
+            self._id_backend.apply(executor.ids.changes())
+            executor.ids.committed()
         executor.state.evict_clean()

@@ -195,6 +195,7 @@ def _make_plan(
         ranges = resolve_ranges(consumer, spec, start, until)
         changelog_end = journal_ends(consumer, spec.changelog, spec.partitions)
         timers_end = journal_ends(consumer, spec.timers, spec.partitions)
+        ids_end = journal_ends(consumer, spec.ids, spec.partitions) if spec.dedup else {}
     finally:
         consumer.close()
     lag = lag_of(pipeline, spec)
@@ -208,6 +209,7 @@ def _make_plan(
         tasks=tasks or max(1, spark.sparkContext.defaultParallelism),
         changelog_end=changelog_end,
         timers_end=timers_end,
+        ids_end=ids_end,
         start_watermarks=starts,
         end_watermark=end,
         lag=lag,

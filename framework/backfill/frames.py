@@ -14,7 +14,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from framework.backfill.plan import Plan, Range
 from framework.backfill.session import kafka_source
-from framework.backfill.task import BAD, RECORD, STATE, TIMER, route
+from framework.backfill.task import BAD, IDS, RECORD, STATE, TIMER, route
+from framework.core.dedup import decode_segment
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.kafka.config import consumer_config, reader_group
 from framework.kafka.registry_settings import RegistrySettings
@@ -93,11 +94,11 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
             .drop("_rank")
         )
 
-    def journal(frame: Any, kind: int, key: Any) -> Any:
+    def journal(frame: Any, kind: int, key: Any, ts: Any = None) -> Any:
         return frame.select(
             F.lit(kind).alias("kind"),
             key.alias("key"),
-            F.lit(None).cast("long").alias("ts"),
+            (F.lit(None).cast("long") if ts is None else ts).alias("ts"),
             F.col("topic"),
             F.col("partition"),
             F.col("offset"),
@@ -119,6 +120,20 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
     if timers is not None:
         user_key = F.from_json(F.col("key").cast("string"), "array<string>").getItem(0)
         parts.append(journal(timers, TIMER, user_key))
+    ids = latest(spec.ids, plan.ids_end) if plan.ids_end else None
+    if ids is not None:  # a row per id of each segment, with its key: value = id, ts = start
+
+        @F.udf("struct<start:long,ids:array<struct<key:string,id:string>>>")
+        def segment(key, value):
+            decoded = decode_segment(bytes(key), bytes(value))
+            return decoded.start, decoded.ids
+
+        exploded = (
+            ids.withColumn("s", segment("key", "value"))
+            .withColumn("e", F.explode("s.ids"))
+            .withColumn("value", F.col("e.id").cast("binary"))
+        )
+        parts.append(journal(exploded, IDS, F.col("e.key"), F.col("s.start")))
     streams = {r.topic: (r.stream, r.keyed) for r in plan.ranges}
     stream_of = F.create_map(*[F.lit(x) for t, (s, _) in streams.items() for x in (t, s)])
     ts = F.unix_millis("timestamp").alias("ts")

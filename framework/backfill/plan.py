@@ -3,11 +3,11 @@ down before anything else so that a backfill that dies is finished, not started 
 
 A plan is resolved once, from where the computation stands: per topic-partition it consumes,
 the group's committed offset (else `--from`) to `--until` (fixed when the plan is made), the
-`.by-key` topics from the committed offset to their end; its changelog and timer journal up to
-their current end; the input watermark its tasks last published; and the input watermark at
-the end of the range, as the data and the watermark channels say. It is kept as JSON on the
-compacted topic `<pipeline>.<computation>.backfill` (key `plan`), next to one completion
-record per Spark task that committed (key `done/<plan id>/<task>`).
+`.by-key` topics from the committed offset to their end; its changelog and timer journal (and
+id journal, with dedup) up to their current end; the input watermark its tasks last published;
+and the input watermark at the end of the range, as the data and the watermark channels say.
+It is kept as JSON on the compacted topic `<pipeline>.<computation>.backfill` (key `plan`),
+next to one completion record per Spark task that committed (key `done/<plan id>/<task>`).
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ class Plan:
     start_watermarks: dict[int, int]  # key-space partition -> input watermark it had
     end_watermark: int | None  # input watermark once the range is read; None: unknown
     lag: int  # the watermark trails the data by this much (BoundedOutOfOrderness)
+    ids_end: dict[int, int] = field(default_factory=dict)  # the id journal's (with dedup)
     created_at: int = field(default_factory=now_ms)
     status: str = "running"
 
@@ -118,6 +119,7 @@ class PlanError(PipelineError):
 
 _RANGE_FIELDS = {"topic", "partition", "start", "end", "stream", "keyed"}
 _PLAN_FIELDS = {f.name for f in fields(Plan)} | {"id"}
+_OPTIONAL_FIELDS = {"id", "ids_end"}  # ids_end: plans written before dedup lack it
 _STATUSES = ("running", "done")
 
 
@@ -135,7 +137,7 @@ def _str(doc: dict, name: str) -> str:
 
 
 def _exactly(doc: object, names: set[str], what: str) -> dict:
-    if not isinstance(doc, dict) or set(doc) - names or (names - {"id"}) - set(doc):
+    if not isinstance(doc, dict) or set(doc) - names or (names - _OPTIONAL_FIELDS) - set(doc):
         raise ValueError(f"{what} has not exactly the fields {sorted(names)}")
     return doc
 
@@ -181,6 +183,7 @@ def _decoded_plan(raw: bytes, latest_time: int) -> Plan:
         tasks=_int(doc, "tasks", 1, 1_000_000),
         changelog_end=_per_partition(doc, "changelog_end", 0, 2**63 - 1),
         timers_end=_per_partition(doc, "timers_end", 0, 2**63 - 1),
+        ids_end=_per_partition(doc, "ids_end", 0, 2**63 - 1) if "ids_end" in doc else {},
         start_watermarks=_per_partition(doc, "start_watermarks", MIN_TIME, latest_time),
         end_watermark=end,
         lag=_int(doc, "lag", 0),

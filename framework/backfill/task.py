@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient
 from framework.backfill.plan import done_key, read_backfill_topic
 from framework.core.api import EVENT, Record
 from framework.core.dead_letters import ErrorPolicy
+from framework.core.dedup import MemoryIdBackend, Segment
 from framework.core.executor import Executor
 from framework.core.keyed_state import MemoryStateBackend
 from framework.core.pipeline import ComputationSpec, Pipeline
@@ -41,8 +42,9 @@ from framework.kafka.records import decode_record as kafka_record
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.serdes import stream_decoder
 
-STATE, TIMER, RECORD, BAD = 0, 1, 2, 3
-"""Kinds of rows a task receives, in the order it sorts them."""
+STATE, TIMER, IDS, RECORD, BAD = 0, 1, 2, 3, 4
+"""Kinds of rows a task receives, in the order it sorts them (IDS: one id of a segment of the
+id journal, with dedup: the segment's key, its start as ts, the id as value)."""
 
 TRANSACTION_TIMEOUT_MS = 600_000
 """A task's transaction lasts as long as the task; the broker's default maximum is 15 min."""
@@ -192,6 +194,8 @@ class _TaskRun:
         self.output = _CountingOutput(self.runtime, self)
         # the keys' committed state and timers as they stood when the plan was made
         self.state, self.timers = MemoryStateBackend(), MemoryTimerBackend()
+        self.ids = MemoryIdBackend()
+        self.segment_partition: dict[bytes, int] = {}  # id journal segment -> its partition
         self.partition_of: dict[str, int] = {}
         self.records_in = 0
         self.records_out = 0
@@ -212,6 +216,15 @@ class _TaskRun:
             if kind == TIMER:
                 timer = decode_timer(bytes(value))
                 self.timers.timers[(key, timer.tag)] = timer
+                self.partition_of.setdefault(key, partition)
+                continue
+            if kind == IDS:  # this task's ids of a segment, the segment known by its key
+                segment = self.ids.segments.setdefault(
+                    bytes(kafka_key), Segment(bytes(kafka_key), b"", ts, [])
+                )
+                segment.ids.append((key, bytes(value).decode()))
+                self.ids.held.add((key, bytes(value).decode()))
+                self.segment_partition[segment.key] = partition
                 self.partition_of.setdefault(key, partition)
                 continue
             if executor is None:
@@ -248,7 +261,7 @@ class _TaskRun:
     def _executor(self) -> Executor:
         limit = self.collector.limits.of(self.s.spec.changelog).max_bytes
         executor = Executor(
-            self.s.spec, self.state, self.timers, self.output, state_max_bytes=limit
+            self.s.spec, self.state, self.timers, self.output, state_max_bytes=limit, ids=self.ids
         )
         executor.advance_watermark(self.s.start_watermark)
         return executor
@@ -288,6 +301,12 @@ class _TaskRun:
         for key, tag, timer in executor.timers.changes():
             value = encode_timer(key, tag, timer)
             send(spec.timers, timer_key(key, tag), value, partition=partition(key))
+        if executor.ids is not None:
+            for segment in executor.ids.changes(partition):
+                where = self.segment_partition.get(segment.key)
+                if where is None:  # a new one: its ids' partition
+                    where = partition(segment.ids[0][0])
+                send(spec.ids, segment.key, segment.value, partition=where)
         earliest: dict[int, int] = {}
         for key, timer in executor.timers.pending():
             if timer.domain == EVENT:

@@ -15,8 +15,14 @@ from typing import Any, Protocol
 from framework.core.api import EVENT, MIN_TIME, PROCESSING, Computation, Record, Timer
 from framework.core.clock import now_ms
 from framework.core.context import KeyedContext, Output, production_id
+from framework.core.dedup import IdBackend, SeenIds
 from framework.core.keyed_state import KeyedState, StateBackend
-from framework.core.metrics import LATE_RECORDS, PERCENTILE_LATE_RECORDS
+from framework.core.metrics import (
+    DEDUP_EXPIRED,
+    DUPLICATES,
+    LATE_RECORDS,
+    PERCENTILE_LATE_RECORDS,
+)
 from framework.core.pipeline import ComputationSpec
 from framework.core.timers import TimerService
 from framework.errors import BadRecord, LateRecord, Retry
@@ -55,6 +61,7 @@ class Executor:
         cache_size: int = 10_000,
         state_max_bytes: int | None = None,
         tables: Mapping[str, Any] | None = None,
+        ids: IdBackend | None = None,
     ) -> None:
         self.spec = spec
         self.computation: Computation = spec.factory()
@@ -78,6 +85,18 @@ class Executor:
         )
         self._late_metric = LATE_RECORDS.labels(spec.name)
         self._percentile_metric = PERCENTILE_LATE_RECORDS.labels(spec.name)
+        # record-id deduplication (MillWheel §5.3): `ids` holds the committed ids of a
+        # computation declared with dedup=Dedup(...)
+        self.duplicates = 0
+        self.ids: SeenIds | None = None
+        if spec.dedup is not None:
+            if ids is None:
+                raise TypeError(f"computation {spec.name!r} deduplicates: give the executor ids=")
+            self.ids = SeenIds(spec.dedup, ids)
+        else:
+            self.process = self._run  # type: ignore[method-assign] # no dedup, no extra step
+        self._duplicates_metric = DUPLICATES.labels(spec.name)
+        self._id_of = None if spec.dedup is None else spec.dedup.id
         cls = type(self.computation)
         self._process_record = self.computation.process_record
         self._on_late = (
@@ -98,7 +117,32 @@ class Executor:
         return self._timers
 
     def process(self, record: Record) -> None:
-        """Run the record's hook: process_record, or on_late_record if it is late."""
+        """Run the record's hook: process_record, or on_late_record if it is late; with
+        dedup, not when its id was already seen for its key."""
+        rid = record.id  # the default: Dedup.id_of without its call
+        if self._id_of is not None or type(rid) is not str or not rid:
+            try:
+                rid = self.spec.dedup.id_of(record)
+            except Exception as error:
+                self.output.dead_letter(
+                    record, BadRecord("dedup", f"no record id: {error}", error), "dedup"
+                )
+                return
+        ids = self.ids
+        if record.timestamp < ids.collected_before:
+            DEDUP_EXPIRED.labels(self.spec.name).inc()  # its id may be gone: unchecked
+            self._run(record)
+            return
+        h = ids.first_seen(record.key, rid)
+        if h is None:
+            self.duplicates += 1
+            self._duplicates_metric.inc()
+            return
+        self._run(record)  # a Retry goes up before the id is remembered: it runs again
+        ids.remember(record.key, rid, h, record.timestamp)
+
+    def _run(self, record: Record) -> None:
+        """`process` past its dedup step (all of it without dedup)."""
         if record.timestamp < self.input_watermark and not self._judges_lateness:
             if self._on_late is None:
                 self._late(record)
@@ -155,6 +199,8 @@ class Executor:
         timers fired."""
         if w > self.input_watermark:
             self.input_watermark = w
+            if self.ids is not None:
+                self.ids.collect(w)
         strict = w if strict is None else strict
         if strict > self.strict_watermark:
             self.strict_watermark = strict

@@ -41,6 +41,18 @@ PERCENTILE_LATE_RECORDS = Counter(
     "fires on a percentile low watermark: the strict one had not passed them.",
     ["computation"],
 )
+DUPLICATES = Counter(
+    "logwheel_duplicates",
+    "Records dropped before their hook because their id was already seen for their key "
+    "(dedup=Dedup(...)).",
+    ["computation"],
+)
+DEDUP_EXPIRED = Counter(
+    "logwheel_dedup_expired",
+    "Records of a deduplicating computation older than its dedup horizon behind the input "
+    "low watermark: their ids may have been collected, so they were processed unchecked.",
+    ["computation"],
+)
 COMMITS = Counter(
     "logwheel_commits", "Commits (Kafka transactions) that succeeded.", ["computation"]
 )

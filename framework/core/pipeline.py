@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from framework.core.api import MIN_TIME, Computation
+from framework.core.dedup import Dedup
 from framework.core.streams import (
     DEFAULT_PARTITIONS,
     EMITS,
@@ -46,6 +47,7 @@ __all__ = [
     "STREAM",
     "BoundedOutOfOrderness",
     "ComputationSpec",
+    "Dedup",
     "InjectorWatermark",
     "Input",
     "KeyExtractor",
@@ -80,6 +82,7 @@ class ComputationSpec:
     """What the timers, windows and lateness follow: None, the strict input low watermark (the
     minimum over every upstream partition); a `Percentile`, the time that partitions holding
     that fraction of the recent input have passed. What is published stays strict."""
+    dedup: Dedup | None = None
 
     @property
     def group(self) -> str:
@@ -92,6 +95,19 @@ class ComputationSpec:
     @property
     def timers(self) -> str:
         return f"{self.group}.timers"
+
+    @property
+    def ids(self) -> str:
+        """The compacted journal of the record ids a deduplicating computation has seen."""
+        return f"{self.group}.ids"
+
+    @property
+    def journals(self) -> dict[str, str]:
+        """The compacted journals a task's store is restored from: name -> topic."""
+        named = {"changelog": self.changelog, "timers": self.timers}
+        if self.dedup is not None:
+            named["ids"] = self.ids
+        return named
 
     @property
     def watermarks(self) -> str:
@@ -201,6 +217,7 @@ class Pipeline:
         tables: Mapping[str, str] | None = None,
         formats: Mapping[str, str] | None = None,
         low_watermark: Percentile | None = None,
+        dedup: Dedup | None = None,
     ) -> Pipeline:
         """Declare a computation reading `inputs` (stream -> key extractor or None).
 
@@ -211,7 +228,8 @@ class Pipeline:
         the hooks read with `ctx.table(name)`, co-partitioned with the key space. `formats`
         says how outputs with a schema are written (stream -> "confluent" or "avro").
         `low_watermark=Percentile(f)` fires timers on the time that upstream partitions holding
-        a fraction f of the recent input have passed (default: the strict minimum)."""
+        a fraction f of the recent input have passed (default: the strict minimum).
+        `dedup=Dedup(...)` drops records whose id was already seen for the same key."""
         check_name("computation", name)
         if name in self.computations:
             raise PipelineError(f"computation {name!r} is declared twice")
@@ -261,6 +279,10 @@ class Pipeline:
                 f"computation {name!r}: low_watermark={low_watermark!r}; use Percentile(0.99) "
                 "or leave it out for the strict minimum"
             )
+        if dedup is not None and not isinstance(dedup, Dedup):
+            raise PipelineError(
+                f"computation {name!r}: dedup={dedup!r}; use dedup=Dedup(id=..., horizon_ms=...)"
+            )
         for stream, extractor in inputs.items():
             if extractor is not None and not callable(extractor):
                 raise PipelineError(
@@ -280,6 +302,7 @@ class Pipeline:
             tables=tables,
             formats=formats,
             low_watermark=low_watermark,
+            dedup=dedup,
         )
         return self
 
@@ -299,6 +322,7 @@ class Pipeline:
         on_error: str = "dead_letter",
         partitions: int | None = None,
         low_watermark: Percentile | None = None,
+        dedup: Dedup | None = None,
     ) -> Pipeline:
         """Declare a windowed aggregation: per key of `inputs`, the records of each `window`
         (`windows.Tumbling`, `Hopping` or `Session`) folded by `aggregate`, produced on `output`
@@ -306,7 +330,8 @@ class Pipeline:
         low watermark reaches `end + grace_ms` (`emit="final"`), or on every change
         (`emit="update"`). A record whose windows have all closed is late: dropped and counted
         (`on_late="drop"`) or dead-lettered at stage "late" (`on_late="dead_letter"`).
-        `low_watermark=Percentile(f)` closes windows on a percentile low watermark."""
+        `low_watermark=Percentile(f)` closes windows on a percentile low watermark.
+        `dedup=Dedup(...)` drops records whose id was already seen for the same key."""
         where = f"windowed computation {name!r}"
         if not isinstance(window, Hopping | Session):
             raise PipelineError(
@@ -337,6 +362,7 @@ class Pipeline:
             on_error=on_error,
             formats={output: output_format} if output_format else None,
             low_watermark=low_watermark,
+            dedup=dedup,
         )
         self.computations[name] = replace(
             self.computations[name], on_late=on_late, hold_ms=window.grace_ms

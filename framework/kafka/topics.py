@@ -88,6 +88,8 @@ def pipeline_topics(pipeline: Pipeline) -> list[TopicSpec]:
         n, owner = spec.partitions, (spec.name,)
         add(TopicSpec(spec.changelog, n, dict(COMPACT), "changelog", True, owner))
         add(TopicSpec(spec.timers, n, dict(COMPACT), "timers", True, owner))
+        if spec.dedup is not None:
+            add(TopicSpec(spec.ids, n, dict(COMPACT), "ids", True, owner))
         add(TopicSpec(spec.watermarks, 1, dict(COMPACT), "watermarks", True, owner))
         for i in spec.inputs:
             if i.key is not None:

@@ -72,7 +72,7 @@ def _reset(
         offsets = _plan(consumer, spec, point)
         plan = [f"{tp.topic}[{tp.partition}] -> offset {tp.offset}" for tp in offsets]
         if wipe_state:
-            plan += [f"empty {t}" for t in (spec.changelog, spec.timers, spec.watermarks)]
+            plan += [f"empty {t}" for t in (*spec.journals.values(), spec.watermarks)]
             plan.append(f"remove local state {local}")
         else:
             plan.append(f"forget {spec.name}'s event time: its marks on {spec.watermarks}")
@@ -153,7 +153,7 @@ def _recreate(
     bootstrap: str,
     kafka: dict | None,
 ) -> None:
-    topics = [spec.changelog, spec.timers, spec.watermarks]
+    topics = [*spec.journals.values(), spec.watermarks]
     existing = set(admin.list_topics(timeout=30).topics)
     doomed = [t for t in topics if t in existing]
     for future in admin.delete_topics(doomed, operation_timeout=30).values():

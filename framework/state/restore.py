@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from framework.core.dead_letters import undecodable
+from framework.core.dedup import Segment
 from framework.core.forgery import checked_timer
 from framework.core.metrics import RESTORE_SECONDS, RESTORED_RECORDS
 from framework.core.pipeline import ComputationSpec
@@ -55,7 +56,7 @@ class Restorer:
         self.refuse = refuse  # where a forged timer entry met restoring a task goes
         self.spec = spec
         self.topic_ids = topic_ids
-        self.journals = {spec.changelog: "changelog", spec.timers: "timers"}
+        self.journals = {topic: name for name, topic in spec.journals.items()}
         self._tasks: dict[int, _Progress] = {}
         self._ends = Ends(consumer)
         self._reported = time.monotonic()
@@ -115,21 +116,23 @@ class Restorer:
 
     def step(self, timeout: float = 0.0) -> list[tuple[int, TaskStore]]:
         """Apply one batch; returns the tasks that are now restored."""
-        changes: dict[int, tuple[list, list, dict[str, int]]] = {}
+        changes: dict[int, tuple[dict[str, list], dict[str, int]]] = {}
         for msg in self._ends.records(self.consumer.consume(_BATCH, timeout)):
             p = msg.partition()
             if p not in self._tasks:
                 continue
-            states, timers, offsets = changes.setdefault(p, ([], [], {}))
-            offsets[self.journals[msg.topic()]] = msg.offset() + 1
-            if msg.topic() == self.spec.changelog:
-                states.append((msg.key(), msg.value()))
-            elif self._genuine(msg, self._tasks[p].standby):
-                timers.append((msg.key(), msg.value()))
-        for p, (states, timers, offsets) in changes.items():
+            journals, offsets = changes.setdefault(
+                p, ({"changelog": [], "timers": [], "ids": []}, {})
+            )
+            name = self.journals[msg.topic()]
+            offsets[name] = msg.offset() + 1
+            if name != "timers" or self._genuine(msg, self._tasks[p].standby):
+                journals[name].append((msg.key(), msg.value()))
+        for p, (journals, offsets) in changes.items():
             task = self._tasks[p]
-            task.store.apply(states, timers, offsets)
-            task.applied += len(states) + len(timers)
+            ids = [Segment(key, value, 0, []) for key, value in journals["ids"]]
+            task.store.apply(journals["changelog"], journals["timers"], offsets, ids)
+            task.applied += sum(map(len, journals.values()))
         self._ends.check_positions()
         self._report()
         pending = {p for _, p in self._ends.pending}

@@ -1,5 +1,6 @@
-"""The local RocksDB store of one task: committed state documents, pending timers, and the
-changelog offsets they reflect.
+"""The local RocksDB store of one task: committed state documents, pending timers, the record
+ids a deduplicating computation has seen (the id journal's segments, and a key per id for
+confirming a Bloom filter's hit), and the journal offsets they reflect.
 
 The store only ever holds what a committed Kafka transaction made durable (invariant 1), so
 it may be deleted at any time: `restore` rebuilds it from the changelog and timer journal
@@ -19,10 +20,13 @@ from rocksdict import WriteOptions
 
 from framework.core.api import Timer
 from framework.core.dead_letters import undecodable
+from framework.core.dedup import Segment, decode_segment, id_entry
 from framework.state.rocks import open_raw, read_json, write_with_position
 
 _STATE = b"s"
 _TIMER = b"t"
+_SEGMENT = b"g"  # + id journal key -> the segment (a commit's ids of one slice of time)
+_ID = b"i"  # + id_entry(key, id) -> b"", for each id a held segment has (_id_changes: "i")
 _CHECKPOINT = b"m:checkpoint"
 _TOPIC_IDS = b"m:topic-ids"
 
@@ -59,6 +63,18 @@ class TaskStore:
                 continue
             yield key, timer
 
+    def has_id(self, key: str, rid: str) -> bool:
+        return self._db.get(_ID + id_entry(key, rid)) is not None
+
+    def id_segments(self) -> Iterator[Segment]:
+        for raw_key, raw in self._db.items(from_key=_SEGMENT):
+            if not raw_key.startswith(_SEGMENT):
+                break
+            try:
+                yield decode_segment(raw_key[1:], raw)
+            except Exception as error:
+                undecodable("ids", error)
+
     # -- what commits and restores write ---------------------------------------------------
 
     def checkpoint(self) -> dict[str, int]:
@@ -70,15 +86,46 @@ class TaskStore:
         states: Iterable[tuple[bytes, bytes | None]],
         timers: Iterable[tuple[bytes, bytes | None]],
         checkpoint: dict[str, int],
+        ids: Iterable[Segment] = (),
     ) -> None:
         """Write committed changes (key bytes, value bytes or None to delete) atomically with
         the checkpoint that says which journal offsets they reflect."""
         changes = itertools.chain(
             ((_STATE + key, value) for key, value in states),
             ((_TIMER + key, value) for key, value in timers),
+            self._id_changes(ids),
         )
         merged = {**self.checkpoint(), **checkpoint}
         write_with_position(self._db, changes, _CHECKPOINT, merged, self._write_options)
+
+    def _id_changes(self, segments: Iterable[Segment]) -> Iterator[tuple[bytes, bytes | None]]:
+        """Id journal segments as store writes: the segment, and a key per id it holds (a
+        tombstone reads the segment it deletes to find them, from this batch or the store)."""
+        fresh: dict[bytes, list[tuple[str, str]]] = {}  # segments written in this batch
+        for segment in segments:
+            ids, value = segment.ids, segment.value
+            if value is None:
+                if segment.key in fresh:
+                    ids = fresh.pop(segment.key)
+                else:
+                    raw = self._db.get(_SEGMENT + segment.key)
+                    ids = [] if raw is None else self._decoded(segment.key, raw).ids
+            else:
+                if not ids:  # read from the journal: decode it
+                    ids = self._decoded(segment.key, value).ids
+                fresh[segment.key] = ids
+            mark = None if value is None else b""
+            # id_entry, inlined: one write per id seen, the bulk of a deduplicating commit
+            yield from [(f"i{len(key)}:{key}{rid}".encode(), mark) for key, rid in ids]
+            yield _SEGMENT + segment.key, value
+
+    @staticmethod
+    def _decoded(key: bytes, raw: bytes) -> Segment:
+        try:
+            return decode_segment(key, raw)
+        except Exception as error:
+            undecodable("ids", error)
+            return Segment(key, raw, 0, [])
 
     def topic_ids(self) -> dict[str, str]:
         """Ids of the journal topics the checkpoint counts offsets of (empty if unknown)."""

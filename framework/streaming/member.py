@@ -192,6 +192,6 @@ class Member:
 
 def _topic_ids(admin: AdminClient, spec: ComputationSpec) -> dict[str, str]:
     """Ids of the journal topics, so a store can tell a topic created again from its own."""
-    topics = [spec.changelog, spec.timers]
+    topics = list(spec.journals.values())
     described = admin.describe_topics(TopicCollection(topics))
     return {name: str(future.result(30).topic_id) for name, future in described.items()}

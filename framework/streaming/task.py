@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import Message
 
 from framework.core.api import MIN_TIME, Record
+from framework.core.dedup import Segment
 from framework.core.executor import Executor
 from framework.core.metrics import FUTURE_RECORDS
 from framework.core.percentile import RecentRate, Unit, Weighted, percentile_watermark
@@ -298,9 +299,10 @@ class KeyedTask(Task):
         self.output = TaskOutput(runtime)
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []
+        self._ids: list[Segment] = []
         limit = runtime.collector.limits.of(spec.changelog).max_bytes
         self.executor = Executor(
-            spec, store, store, self.output, state_max_bytes=limit, tables=tables
+            spec, store, store, self.output, state_max_bytes=limit, tables=tables, ids=store
         )
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
@@ -393,21 +395,24 @@ class KeyedTask(Task):
         ]
         for key, value in self._timers:
             send(spec.timers, key, value, partition=p)
+        if self.executor.ids is not None:
+            self._ids = self.executor.ids.changes()
+            for segment in self._ids:
+                send(spec.ids, segment.key, segment.value, partition=p)
 
     def committed(self) -> None:
         written = self.rt.collector.written
         checkpoint = {
             name: written[(topic, self.partition)] + 1
-            for name, topic in (
-                ("changelog", self.rt.spec.changelog),
-                ("timers", self.rt.spec.timers),
-            )
+            for name, topic in self.rt.spec.journals.items()
             if (topic, self.partition) in written
         }
-        self.store.apply(self._states, self._timers, checkpoint)
+        self.store.apply(self._states, self._timers, checkpoint, self._ids)
         self.executor.state.committed()
         self.executor.timers.committed()
-        self._states, self._timers = [], []
+        if self.executor.ids is not None:
+            self.executor.ids.committed()
+        self._states, self._timers, self._ids = [], [], []
 
     def close(self) -> None:
         self.store.close()
