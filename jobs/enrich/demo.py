@@ -17,7 +17,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from changelog import ChangelogTable
-from framework.broker.embedded import bootstrap_from
+from framework.broker.homes import bootstrap_from
 from framework.serde.codecs import decoder_for, encoder_for
 from jobs.demo import clean_slate, start_job
 from jobs.enrich import pipeline

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from framework.broker.embedded import bootstrap_from
+from framework.broker.homes import bootstrap_from
 from framework.core.clock import now_ms
 from framework.serde.codecs import decoder_for
 from jobs.demo import clean_slate, start_job
