@@ -329,6 +329,7 @@ class Cluster:
                 taken.add(wanted)
             chosen["advertised"] = self.advertised.get(i, chosen["port"])
             ports[i] = chosen
+        self.home.mkdir(parents=True, exist_ok=True)
         self.ports_file.write_text(json.dumps({str(i): p for i, p in ports.items()}) + "\n")
         return ports
 

@@ -21,6 +21,9 @@ from typing import Any
 from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError
 
 HOUR_MS = 3_600_000
+MAX_REPLICAS = 3
+"""A new topic's default replication factor on a cluster of this many brokers or more."""
+MIN_INSYNC_REPLICAS = 2
 
 DELETE: Mapping[str, str] = {"cleanup.policy": "delete"}
 """Streams, repartition topics and dead letters: a time-bounded log (broker's retention)."""
@@ -156,26 +159,50 @@ def create_topics(
     *,
     client_config: Mapping[str, Any] | None = None,
     timeout: float = 30.0,
+    replication_factor: int | None = None,
 ) -> list[str]:
     """Create the topics of `pipeline` that do not exist yet; return the names created.
 
     Idempotent: existing topics are kept as they are, provided they can serve (see
     `check_existing`); otherwise PipelineError names the fix and nothing is created. Returns
-    once every planned topic has a leader for each partition. Replication factor and
-    min.insync.replicas follow the cluster's defaults.
+    once every planned topic has a leader for each partition. New topics get
+    `replication_factor` replicas, by default one per broker up to 3 (`replication_for`).
     """
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({**dict(client_config or {}), "bootstrap.servers": bootstrap})
-    return ensure_topics(admin, pipeline_topics(pipeline), timeout)
+    return ensure_topics(admin, pipeline_topics(pipeline), timeout, replication_factor)
 
 
-def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> list[str]:
+def replication_for(brokers: int, replication_factor: int | None = None) -> dict[str, str]:
+    """The replication of a new topic on a cluster of `brokers` live brokers:
+    `replication_factor` replicas (by default one per broker, up to 3), and with 3 or more
+    `min.insync.replicas` 2, so that an acknowledged write survives the loss of a broker and
+    one broker may be down while writes go on. Below 3 replicas the broker's default stays."""
+    replicas = replication_factor or max(1, min(brokers, MAX_REPLICAS))
+    if replicas > brokers:
+        raise PipelineError(
+            f"replication factor {replicas} needs {replicas} brokers, but the cluster has "
+            f"{brokers} up: give --replication-factor {brokers} or start the missing brokers"
+        )
+    config = {"replication.factor": str(replicas)}
+    if replicas >= MAX_REPLICAS:
+        config["min.insync.replicas"] = str(MIN_INSYNC_REPLICAS)
+    return config
+
+
+def ensure_topics(
+    admin: Any,
+    plan: list[TopicSpec],
+    timeout: float = 30.0,
+    replication_factor: int | None = None,
+) -> list[str]:
     """`create_topics` for the topics in `plan`, with an admin client of the caller's."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
-    existing = admin.list_topics(timeout=timeout).topics
+    metadata = admin.list_topics(timeout=timeout)
+    existing = metadata.topics
     present = [s for s in plan if s.name in existing]
     policies = _cleanup_policies(admin, [s.name for s in present if s.compacted], timeout)
     problems = [
@@ -189,7 +216,12 @@ def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> l
     missing = [s for s in plan if s.name not in existing]
     created: list[str] = []
     if missing:
-        new = [NewTopic(s.name, s.partitions, -1, config=dict(s.config)) for s in missing]
+        replication = replication_for(len(metadata.brokers), replication_factor)
+        replicas = int(replication.pop("replication.factor"))
+        new = [
+            NewTopic(s.name, s.partitions, replicas, config={**replication, **s.config})
+            for s in missing
+        ]
         futures = admin.create_topics(new, request_timeout=timeout, operation_timeout=timeout)
         for name, future in futures.items():
             try:
