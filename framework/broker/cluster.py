@@ -153,6 +153,12 @@ class Cluster:
         saved = read_json(self.ports_file) or {}
         return {int(node): ports for node, ports in saved.items()}
 
+    def ports(self) -> dict[int, dict[str, int]]:
+        """Each node's ports (see `saved_ports`), chosen and saved now if the cluster never
+        started: a fault proxy needs the client listener's before the first start."""
+        with self.lock():
+            return self._choose_ports(running=[i for i, pid in self.pids().items() if pid])
+
     def bootstrap(self, nodes: list[int] | None = None) -> str:
         """The bootstrap address of the cluster (of `nodes`, if given)."""
         return ",".join(self.nodes[i].address() for i in nodes or sorted(self.nodes))
