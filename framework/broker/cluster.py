@@ -202,6 +202,18 @@ class Cluster:
         partitions = self.partitions(topic, timeout)
         return partitions[coordinator_partition(key, len(partitions))].leader
 
+    def controller(self) -> int | None:
+        """The active KRaft controller (the quorum's leader) as the running nodes last recorded
+        it (each node's `quorum-state`, the latest epoch wins); None while it is unknown or
+        down."""
+        seen = []
+        for i, pid in self.pids().items():
+            state = read_json(self.nodes[i].data_dir / "__cluster_metadata-0" / "quorum-state")
+            if pid and state and state.get("leaderId", -1) > 0:
+                seen.append((state.get("leaderEpoch", -1), state["leaderId"]))
+        leader = max(seen)[1] if seen else None
+        return leader if leader and self.nodes[leader].running_pid() else None
+
     def under_replicated(self, timeout: float = 10.0) -> list[tuple[str, int, list, list]]:
         """(topic, partition, replicas, in-sync replicas) of every partition missing one."""
         topics = self.admin().list_topics(timeout=timeout).topics

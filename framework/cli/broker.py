@@ -144,6 +144,10 @@ def _describe(cluster: Cluster) -> list[str]:
     for s in states:
         state = f"running (pid {s.pid}), leads {s.leads} partitions" if s.pid else "down"
         lines.append(f"node {s.node} at {s.address}: {state}")
+    controller = cluster.controller()
+    lines.append(
+        f"active controller: node {controller}" if controller else "active controller: none"
+    )
     under = cluster.under_replicated()
     lines.append(f"under-replicated partitions: {len(under)}")
     lines += [f"  {t}-{p}: replicas {r}, in sync {i}" for t, p, r, i in under[:20]]

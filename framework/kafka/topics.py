@@ -24,6 +24,7 @@ HOUR_MS = 3_600_000
 MAX_REPLICAS = 3
 """A new topic's default replication factor on a cluster of this many brokers or more."""
 MIN_INSYNC_REPLICAS = 2
+"""Replicas that must have a write before it is acknowledged, on topics of 3 replicas or more."""
 
 DELETE: Mapping[str, str] = {"cleanup.policy": "delete"}
 """Streams, repartition topics and dead letters: a time-bounded log (broker's retention)."""
@@ -174,21 +175,22 @@ def create_topics(
     return ensure_topics(admin, pipeline_topics(pipeline), timeout, replication_factor)
 
 
-def replication_for(brokers: int, replication_factor: int | None = None) -> dict[str, str]:
-    """The replication of a new topic on a cluster of `brokers` live brokers:
-    `replication_factor` replicas (by default one per broker, up to 3), and with 3 or more
-    `min.insync.replicas` 2, so that an acknowledged write survives the loss of a broker and
-    one broker may be down while writes go on. Below 3 replicas the broker's default stays."""
+def replication_for(
+    brokers: int, replication_factor: int | None = None
+) -> tuple[int, dict[str, str]]:
+    """The replicas of a new topic on a cluster of `brokers` live brokers, and the topic
+    configs that go with them: `replication_factor` (by default one per broker, up to 3), and
+    from 3 replicas `min.insync.replicas` 2, so that an acknowledged write survives the loss
+    of a broker and one broker may be down while writes go on. Below 3 replicas the broker's
+    default stays."""
     replicas = replication_factor or max(1, min(brokers, MAX_REPLICAS))
     if replicas > brokers:
         raise PipelineError(
             f"replication factor {replicas} needs {replicas} brokers, but the cluster has "
             f"{brokers} up: give --replication-factor {brokers} or start the missing brokers"
         )
-    config = {"replication.factor": str(replicas)}
-    if replicas >= MAX_REPLICAS:
-        config["min.insync.replicas"] = str(MIN_INSYNC_REPLICAS)
-    return config
+    insync = {"min.insync.replicas": str(MIN_INSYNC_REPLICAS)} if replicas >= MAX_REPLICAS else {}
+    return replicas, insync
 
 
 def ensure_topics(
@@ -216,11 +218,9 @@ def ensure_topics(
     missing = [s for s in plan if s.name not in existing]
     created: list[str] = []
     if missing:
-        replication = replication_for(len(metadata.brokers), replication_factor)
-        replicas = int(replication.pop("replication.factor"))
+        replicas, insync = replication_for(len(metadata.brokers), replication_factor)
         new = [
-            NewTopic(s.name, s.partitions, replicas, config={**replication, **s.config})
-            for s in missing
+            NewTopic(s.name, s.partitions, replicas, config={**insync, **s.config}) for s in missing
         ]
         futures = admin.create_topics(new, request_timeout=timeout, operation_timeout=timeout)
         for name, future in futures.items():

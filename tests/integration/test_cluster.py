@@ -71,6 +71,13 @@ def test_a_three_node_cluster_starts_reports_each_node_and_survives_a_killed_nod
         assert status.returncode == 0, status.stderr
         assert re.search(r"node 2 at 127\.0\.0\.1:\d+: running \(pid \d+\), leads", status.stdout)
         assert "under-replicated partitions: 0" in status.stdout
+        controller = cluster.controller()
+        assert f"active controller: node {controller}" in status.stdout
+
+        assert _cli(env, "broker", "kill", "--node", str(controller)).returncode == 0
+        wait_for(lambda: cluster.controller() not in (None, controller), 60, what="a new one")
+        assert _cli(env, "broker", "start", "--node", str(controller)).returncode == 0
+        wait_for(lambda: not cluster.under_replicated(), 60, what="the old controller in sync")
 
         killed = _cli(env, "broker", "kill", "--node", "2")
         assert killed.returncode == 0 and "node 2 killed" in killed.stdout, killed.stderr

@@ -140,12 +140,12 @@ def test_existing_topics_that_cannot_serve_name_the_fix():
 @pytest.mark.parametrize(
     ("brokers", "asked", "expected"),
     [
-        (1, None, {"replication.factor": "1"}),
-        (2, None, {"replication.factor": "2"}),
-        (3, None, {"replication.factor": "3", "min.insync.replicas": "2"}),
-        (5, None, {"replication.factor": "3", "min.insync.replicas": "2"}),
-        (5, 2, {"replication.factor": "2"}),
-        (3, 1, {"replication.factor": "1"}),
+        (1, None, (1, {})),
+        (2, None, (2, {})),
+        (3, None, (3, {"min.insync.replicas": "2"})),
+        (5, None, (3, {"min.insync.replicas": "2"})),
+        (5, 2, (2, {})),
+        (3, 1, (1, {})),
     ],
 )
 def test_new_topics_are_replicated_on_every_broker_up_to_three(brokers, asked, expected):
