@@ -47,9 +47,9 @@ from framework.jvm.process import (
     read_json,
     wait_exit,
 )
+from framework.kafka.topics import MAX_REPLICAS, MIN_INSYNC_REPLICAS
 
 MAX_NODES = 5
-MIN_INSYNC_REPLICAS = 2
 NODE_JVM_OPTS = ["-Xms128m", "-Xmx384m"]
 """Three nodes must fit beside the jobs of a developer's machine: a smaller heap than a single
 broker's (JVM_OPTS), enough for the tests' load (later options win)."""
@@ -59,7 +59,7 @@ CONSUMER_OFFSETS = "__consumer_offsets"
 
 def cluster_settings(nodes: int) -> dict[str, str]:
     """Broker settings of every node of an N-node cluster: the single node's, replicated."""
-    replicas = str(min(nodes, 3))
+    replicas = str(min(nodes, MAX_REPLICAS))
     insync = str(min(nodes, MIN_INSYNC_REPLICAS))
     return {
         **SINGLE_NODE_SETTINGS,
