@@ -4,12 +4,20 @@ knows it has read everything there is."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TypeVar
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, Message, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from framework.core.pipeline import PipelineError
@@ -45,12 +53,30 @@ def offset_at(consumer: Consumer, tp: TopicPartition, where: str | int, low: int
     return found.offset if found.offset >= 0 else high
 
 
+ATTEMPT_S = 5.0
+"""How long one question about a partition's offsets may wait before it is asked again."""
+
+
 def watermark_offsets(
     consumer: Consumer, tp: TopicPartition, timeout: float = 30
 ) -> tuple[int, int]:
     """(low, high) of `tp`, asked again while its leader is moving (a broker restarting, a
-    topic just created) until `timeout` seconds have passed."""
-    return _asking_again(lambda: consumer.get_watermark_offsets(tp, timeout), timeout)
+    topic just created) until `timeout` seconds have passed.
+
+    After a failed question the topic's metadata is fetched: a consumer left idle (a
+    restorer's) may keep the leaders it knew before a broker of the cluster failed, and
+    librdkafka went on sending it to the dead broker or calling the partition unknown for
+    over 40 s, where one metadata request set it right at once."""
+
+    def ask() -> tuple[int, int]:
+        try:
+            return consumer.get_watermark_offsets(tp, min(timeout, ATTEMPT_S))
+        except KafkaException:
+            with contextlib.suppress(KafkaException):
+                consumer.list_topics(tp.topic, timeout=ATTEMPT_S)
+            raise
+
+    return _asking_again(ask, timeout)
 
 
 def _asking_again(ask: Callable[[], T], timeout: float) -> T:
