@@ -21,6 +21,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from framework.core.pipeline import PipelineError
+from framework.errors import Rejoin
 from framework.kafka.errors import Unreachable, check, reaching_kafka
 
 POINTS = ("earliest", "latest")
@@ -55,6 +56,8 @@ def offset_at(consumer: Consumer, tp: TopicPartition, where: str | int, low: int
 
 ATTEMPT_S = 5.0
 """How long one question about a partition's offsets may wait before it is asked again."""
+STALE_EPOCH_S = 5.0
+"""How long a client may keep meeting FENCED_LEADER_EPOCH before it is given up for new ones."""
 
 
 def watermark_offsets(
@@ -66,12 +69,20 @@ def watermark_offsets(
     After a failed question the topic's metadata is fetched: a consumer left idle (a
     restorer's) may keep the leaders it knew before a broker of the cluster failed, and
     librdkafka went on sending it to the dead broker or calling the partition unknown for
-    over 40 s, where one metadata request set it right at once."""
+    over 40 s, where one metadata request set it right at once. A client whose leader epoch
+    stays older than the leader's (FENCED_LEADER_EPOCH for STALE_EPOCH_S, seen for 30 s on
+    three brokers after two broker faults, fresh metadata or not) raises Rejoin: new clients
+    of a new membership ask again, which worked at once."""
+    fenced: list[float] = []
 
     def ask() -> tuple[int, int]:
         try:
             return consumer.get_watermark_offsets(tp, min(timeout, ATTEMPT_S))
-        except KafkaException:
+        except KafkaException as error:
+            if error.args and error.args[0].code() == KafkaError.FENCED_LEADER_EPOCH:
+                fenced.append(time.monotonic())
+                if fenced[-1] - fenced[0] >= STALE_EPOCH_S:
+                    raise Rejoin(f"{tp.topic}[{tp.partition}]: {error}") from None
             with contextlib.suppress(KafkaException):
                 consumer.list_topics(tp.topic, timeout=ATTEMPT_S)
             raise
