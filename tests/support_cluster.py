@@ -25,7 +25,9 @@ STALL_BOUND_S = 30.0
 
 
 @contextmanager
-def running_cluster(home: Path, proxied: bool = False) -> Iterator[tuple[Cluster, Toxiproxy]]:
+def running_cluster(
+    home: Path, proxied: bool = False
+) -> Iterator[tuple[Cluster, Toxiproxy | None]]:
     """A started three-node cluster under `home` (free ports), and, if `proxied`, a Toxiproxy
     server whose proxy `node-I` stands between the clients and node I (else None). Every
     node and the proxy are stopped at the end, whatever happened."""

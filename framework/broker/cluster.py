@@ -274,7 +274,7 @@ class Cluster:
                     member._format(java, jars, member.node, cluster)
                     pids[i] = member._spawn(java, jars, member.node)
                     say(f"starting Kafka node {i} in {member.home} (pid {pids[i]}) ...")
-            self._wait_ready(targets, pids, began + timeout, say)
+            self._wait_ready(targets, pids, began + timeout)
             first = pids[targets[0]] or 0
             return Started(self.bootstrap(), bool(down), time.monotonic() - began, first)
 
@@ -359,9 +359,7 @@ class Cluster:
                     "taken by another program: stop it (the other nodes name that port)"
                 )
 
-    def _wait_ready(
-        self, targets: list[int], pids: dict, deadline: float, say: Callable[[str], None]
-    ) -> None:
+    def _wait_ready(self, targets: list[int], pids: dict, deadline: float) -> None:
         """Wait until every node of `targets` is registered (unfenced) in the cluster's
         metadata, then until the group and transaction coordinators serve."""
         bootstrap = self.bootstrap()
