@@ -1,7 +1,8 @@
 """Exactly-once on a three-broker cluster (replication factor 3, min.insync.replicas 2) while
 one broker fails and the other two carry on: wordcount fed at a steady rate, a broker
 SIGKILLed or cut off from the clients by a fault proxy mid-run. Nothing is lost or counted
-twice, and the output resumes within the stall bound while the broker is still down.
+twice, and the output resumes while the broker is still down, within the stall bound (60 s;
+the aim, met in most runs, is 30 s: tests/support_cluster.py).
 
 Each test runs its own cluster (and Toxiproxy) under tmp_path on free ports. The stalls
 measured are printed (`-s`) and quoted in the README's production settings.
@@ -15,7 +16,13 @@ import pytest
 
 from framework.broker.host import QUIET
 from tests.support import Wordcount, wait_for
-from tests.support_cluster import STALL_BOUND_S, Feeder, OutputWatch, running_cluster
+from tests.support_cluster import (
+    STALL_AIM_S,
+    STALL_BOUND_S,
+    Feeder,
+    OutputWatch,
+    running_cluster,
+)
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(600)]
 
@@ -60,7 +67,9 @@ def test_wordcount_stays_exact_when_the_leaders_then_the_coordinators_broker_is_
                     killed = time.monotonic()
                     cluster.kill(victim)
                     stalls[fault] = watch.wait_resumed(killed)
+                    aim = "within" if stalls[fault] < STALL_AIM_S else "OVER"
                     print(f"\nSIGKILL of node {victim} ({fault}): stalled {stalls[fault]:.1f}s")
+                    print(f"({aim} the aim of {STALL_AIM_S:.0f}s)")
                     assert cluster.pids()[victim] is None  # resumed with the broker still down
                     assert watch.count_since(killed + stalls[fault]) > 0
                     cluster.start(node=victim, say=lambda _: None)
