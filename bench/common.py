@@ -35,7 +35,7 @@ REPO = BENCH.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from framework.broker.embedded import bootstrap_from  # noqa: E402
+from framework.broker.homes import bootstrap_from  # noqa: E402
 from framework.core.pipeline import Pipeline  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
 from framework.kafka.topics import create_topics, pipeline_topics  # noqa: E402

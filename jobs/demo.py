@@ -12,7 +12,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from framework.broker.embedded import ensure_running
+from framework.broker.homes import ensure_running
 from framework.cli.options import confirmed
 from framework.core.pipeline import Pipeline
 from framework.files import private_dir

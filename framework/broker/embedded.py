@@ -13,7 +13,8 @@ start --separate-controller`) runs its KRaft controller in a second JVM whose fi
 `stop` stops both JVMs.
 
 Bootstrap addresses are resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`,
-else this broker, started if needed (`bootstrap_from`).
+else this broker (or a cluster, framework/broker/cluster.py), started if needed
+(framework/broker/homes.py).
 """
 
 from __future__ import annotations
@@ -142,17 +143,6 @@ def default_home(secure: bool = False) -> Path:
     one) under the current directory."""
     default = ".logwheel/secure-broker" if secure else ".logwheel/broker"
     return Path(os.environ.get("LOGWHEEL_BROKER_DIR") or default)
-
-
-def ensure_running(home: Path | None = None) -> str:
-    """Start the embedded broker unless it is running; return its bootstrap address."""
-    return Broker(home or default_home()).start(say=_stderr).bootstrap
-
-
-def bootstrap_from(args_bootstrap: str | None) -> str:
-    """The contract's resolution: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`, else the embedded
-    broker, started if needed."""
-    return args_bootstrap or os.environ.get("LOGWHEEL_BOOTSTRAP") or ensure_running()
 
 
 def _stderr(message: str) -> None:

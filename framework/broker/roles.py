@@ -107,3 +107,28 @@ def separate_controller(controller: int, data_dir: Path) -> dict[str, str]:
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
         "log.dirs": str(data_dir),
     }
+
+
+def cluster_node(
+    node: int, ports: dict[int, dict[str, int]], advertised: int, data_dir: Path
+) -> dict[str, str]:
+    """Node `node` of a cluster (framework/broker/cluster.py): a combined broker and voter of
+    a static quorum of every node. Clients connect on PLAINTEXT, advertised at `advertised`
+    (a fault proxy's port, or the listener's own); brokers replicate over INTERNAL, which
+    stays direct, so a proxy cuts a broker off from the clients only."""
+    own = ports[node]
+    voters = ",".join(f"{i}@127.0.0.1:{p['controller']}" for i, p in sorted(ports.items()))
+    return {
+        "process.roles": "broker,controller",
+        "node.id": str(node),
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://127.0.0.1:{own['port']},"
+        f"INTERNAL://127.0.0.1:{own['internal']},CONTROLLER://127.0.0.1:{own['controller']}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{advertised},"
+        f"INTERNAL://127.0.0.1:{own['internal']}",
+        "inter.broker.listener.name": "INTERNAL",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,"
+        "CONTROLLER:PLAINTEXT",
+        "log.dirs": str(data_dir),
+    }

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from framework.broker.embedded import bootstrap_from
+from framework.broker.homes import bootstrap_from
 from framework.cli.options import add_bootstrap, confirmed, env_int
 
 
@@ -113,6 +113,13 @@ def register_topics(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("pipeline", metavar="MODULE:ATTR")
     add_bootstrap(parser)
+    parser.add_argument(
+        "--replication-factor",
+        type=int,
+        metavar="N",
+        help="replicas of each new topic (default: one per broker up to 3; with 3 or more, "
+        "min.insync.replicas 2)",
+    )
     parser.set_defaults(func=topics)
 
 
@@ -124,7 +131,10 @@ def topics(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.pipeline)
     created = set(
         create_topics(
-            bootstrap_from(args.bootstrap), pipeline, client_config=kafka_settings(args.config)
+            bootstrap_from(args.bootstrap),
+            pipeline,
+            client_config=kafka_settings(args.config),
+            replication_factor=args.replication_factor,
         )
     )
     for spec in pipeline_topics(pipeline):

@@ -4,15 +4,24 @@ knows it has read everything there is."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TypeVar
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, Message, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from framework.core.pipeline import PipelineError
+from framework.errors import Rejoin
 from framework.kafka.errors import Unreachable, check, reaching_kafka
 
 POINTS = ("earliest", "latest")
@@ -45,12 +54,40 @@ def offset_at(consumer: Consumer, tp: TopicPartition, where: str | int, low: int
     return found.offset if found.offset >= 0 else high
 
 
+ATTEMPT_S = 5.0
+"""How long one question about a partition's offsets may wait before it is asked again."""
+STALE_EPOCH_S = 5.0
+"""How long a client may keep meeting FENCED_LEADER_EPOCH before it is given up for new ones."""
+
+
 def watermark_offsets(
     consumer: Consumer, tp: TopicPartition, timeout: float = 30
 ) -> tuple[int, int]:
     """(low, high) of `tp`, asked again while its leader is moving (a broker restarting, a
-    topic just created) until `timeout` seconds have passed."""
-    return _asking_again(lambda: consumer.get_watermark_offsets(tp, timeout), timeout)
+    topic just created) until `timeout` seconds have passed.
+
+    After a failed question the topic's metadata is fetched: a consumer left idle (a
+    restorer's) may keep the leaders it knew before a broker of the cluster failed, and
+    librdkafka went on sending it to the dead broker or calling the partition unknown for
+    over 40 s, where one metadata request set it right at once. A client whose leader epoch
+    stays older than the leader's (FENCED_LEADER_EPOCH for STALE_EPOCH_S, seen for 30 s on
+    three brokers after two broker faults, fresh metadata or not) raises Rejoin: new clients
+    of a new membership ask again, which worked at once."""
+    fenced: list[float] = []
+
+    def ask() -> tuple[int, int]:
+        try:
+            return consumer.get_watermark_offsets(tp, min(timeout, ATTEMPT_S))
+        except KafkaException as error:
+            if error.args and error.args[0].code() == KafkaError.FENCED_LEADER_EPOCH:
+                fenced.append(time.monotonic())
+                if fenced[-1] - fenced[0] >= STALE_EPOCH_S:
+                    raise Rejoin(f"{tp.topic}[{tp.partition}]: {error}") from None
+            with contextlib.suppress(KafkaException):
+                consumer.list_topics(tp.topic, timeout=ATTEMPT_S)
+            raise
+
+    return _asking_again(ask, timeout)
 
 
 def _asking_again(ask: Callable[[], T], timeout: float) -> T:

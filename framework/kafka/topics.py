@@ -23,6 +23,10 @@ from framework.core.watermarks import partition_watermark
 from framework.errors import Retry
 
 HOUR_MS = 3_600_000
+MAX_REPLICAS = 3
+"""A new topic's default replication factor on a cluster of this many brokers or more."""
+MIN_INSYNC_REPLICAS = 2
+"""Replicas that must have a write before it is acknowledged, on topics of 3 replicas or more."""
 
 DELETE: Mapping[str, str] = {"cleanup.policy": "delete"}
 """Streams, repartition topics and dead letters: a time-bounded log (broker's retention)."""
@@ -183,24 +187,27 @@ def create_topics(
     client_config: Mapping[str, Any] | None = None,
     timeout: float = 30.0,
     part: str | None = None,
+    replication_factor: int | None = None,
 ) -> list[str]:
     """Create the topics of `pipeline` (with `part`, of that computation or injector alone:
     `part_topics`) that do not exist yet; return the names created.
 
     Idempotent: existing topics are kept as they are, provided they can serve (see
     `check_existing`); otherwise PipelineError names the fix and nothing is created. Returns
-    once every planned topic has a leader for each partition. Replication factor and
-    min.insync.replicas follow the cluster's defaults.
+    once every planned topic has a leader for each partition. New topics get
+    `replication_factor` replicas, by default one per broker up to 3 (`replication_for`).
     """
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({**dict(client_config or {}), "bootstrap.servers": bootstrap})
     if part is None:
-        return ensure_topics(admin, pipeline_topics(pipeline), timeout)
+        return ensure_topics(
+            admin, pipeline_topics(pipeline), timeout, replication_factor=replication_factor
+        )
     plan = part_topics(pipeline, part)
     own = f"{pipeline.name}.{part}."
     others = {s.name for s in plan if s.kind == "watermarks" and not s.name.startswith(own)}
-    return ensure_topics(admin, plan, timeout, others=others)
+    return ensure_topics(admin, plan, timeout, others=others, replication_factor=replication_factor)
 
 
 def create_part_topics(
@@ -216,8 +223,30 @@ def create_part_topics(
         return create_topics(bootstrap, pipeline, client_config=client_config, part=part)
 
 
+def replication_for(
+    brokers: int, replication_factor: int | None = None
+) -> tuple[int, dict[str, str]]:
+    """The replicas of a new topic on a cluster of `brokers` live brokers, and the topic
+    configs that go with them: `replication_factor` (by default one per broker, up to 3), and
+    from 3 replicas `min.insync.replicas` 2, so that an acknowledged write survives the loss
+    of a broker and one broker may be down while writes go on. Below 3 replicas the broker's
+    default stays."""
+    replicas = replication_factor or max(1, min(brokers, MAX_REPLICAS))
+    if replicas > brokers:
+        raise PipelineError(
+            f"replication factor {replicas} needs {replicas} brokers, but the cluster has "
+            f"{brokers} up: give --replication-factor {brokers} or start the missing brokers"
+        )
+    insync = {"min.insync.replicas": str(MIN_INSYNC_REPLICAS)} if replicas >= MAX_REPLICAS else {}
+    return replicas, insync
+
+
 def ensure_topics(
-    admin: Any, plan: list[TopicSpec], timeout: float = 30.0, others: Collection[str] = ()
+    admin: Any,
+    plan: list[TopicSpec],
+    timeout: float = 30.0,
+    others: Collection[str] = (),
+    replication_factor: int | None = None,
 ) -> list[str]:
     """`create_topics` for the topics in `plan`, with an admin client of the caller's.
     `others` are another part's topics (an upstream watermark channel): where this principal
@@ -225,7 +254,8 @@ def ensure_topics(
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
-    existing = admin.list_topics(timeout=timeout).topics
+    metadata = admin.list_topics(timeout=timeout)
+    existing = metadata.topics
     present = [s for s in plan if s.name in existing]
     policies = _cleanup_policies(admin, [s.name for s in present if s.compacted], timeout)
     problems = [
@@ -240,7 +270,10 @@ def ensure_topics(
     created: list[str] = []
     awaited: list[str] = []
     if missing:
-        new = [NewTopic(s.name, s.partitions, -1, config=dict(s.config)) for s in missing]
+        replicas, insync = replication_for(len(metadata.brokers), replication_factor)
+        new = [
+            NewTopic(s.name, s.partitions, replicas, config={**insync, **s.config}) for s in missing
+        ]
         futures = admin.create_topics(new, request_timeout=timeout, operation_timeout=timeout)
         for name, future in futures.items():
             try:

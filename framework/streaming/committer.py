@@ -86,10 +86,9 @@ class Committer:
             ]
             if self.eos:
                 if offsets:
-                    self.producer.send_offsets_to_transaction(
-                        offsets, self.consumer.consumer_group_metadata(), TIMEOUT_S
-                    )
-                self.producer.commit_transaction(TIMEOUT_S)  # 4
+                    group = self.consumer.consumer_group_metadata()
+                    self._retrying(self.producer.send_offsets_to_transaction, offsets, group)
+                self._retrying(self.producer.commit_transaction)  # 4
             else:
                 collector.flush()
                 if offsets:
@@ -106,6 +105,25 @@ class Committer:
         COMMITS.labels(self.spec.name).inc()
         COMMIT_SECONDS.labels(self.spec.name).observe(self.last_commit - started)
         return True
+
+    def _retrying(self, step, *args) -> None:
+        """A transactional step, called again while it fails with an error librdkafka calls
+        retriable and the transaction is still good (its broker's connection broke or timed
+        out, its coordinator moved: a broker of the cluster failed), for up to TIMEOUT_S;
+        as librdkafka advises, and cheaper than a rejoin that re-runs from the last commit."""
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            try:
+                return step(*args, TIMEOUT_S)
+            except KafkaException as error:
+                err = error.args[0] if error.args else None
+                retriable = isinstance(err, KafkaError) and err.retriable()
+                if not retriable or err.txn_requires_abort() or err.fatal():
+                    raise
+                if time.monotonic() > deadline:
+                    raise
+                log.info("%s: %s, retrying: %s", self.spec.group, step.__name__, err.str())
+                time.sleep(0.1)
 
     def _abort(self, error: KafkaException) -> None:
         """A commit failed. If the transaction can be aborted (a rebalance moved the group's

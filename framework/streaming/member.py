@@ -190,8 +190,14 @@ class Member:
             self.collector.producer.flush(10)
 
 
+DESCRIBE_TIMEOUT_S = 5
+"""librdkafka sends DescribeTopics to the broker its metadata names controller: a killed one,
+until the cluster fences it, and the request then waited 30 s (three brokers). A join that
+times out sooner is tried again with new clients and fresh metadata."""
+
+
 def _topic_ids(admin: AdminClient, spec: ComputationSpec) -> dict[str, str]:
     """Ids of the journal topics, so a store can tell a topic created again from its own."""
     topics = list(spec.journals.values())
-    described = admin.describe_topics(TopicCollection(topics))
+    described = admin.describe_topics(TopicCollection(topics), request_timeout=DESCRIBE_TIMEOUT_S)
     return {name: str(future.result(30).topic_id) for name, future in described.items()}

@@ -196,9 +196,11 @@ def test_a_live_pid_of_another_program_is_not_ours(home):
 
 
 def test_bootstrap_resolution_prefers_flag_then_env(monkeypatch):
+    from framework.broker import homes
+
     monkeypatch.setenv("LOGWHEEL_BOOTSTRAP", "env:9092")
-    assert broker_mod.bootstrap_from("flag:9092") == "flag:9092"
-    assert broker_mod.bootstrap_from(None) == "env:9092"
+    assert homes.bootstrap_from("flag:9092") == "flag:9092"
+    assert homes.bootstrap_from(None) == "env:9092"
     monkeypatch.delenv("LOGWHEEL_BOOTSTRAP")
-    monkeypatch.setattr(broker_mod, "ensure_running", lambda: "embedded:1")
-    assert broker_mod.bootstrap_from(None) == "embedded:1"
+    monkeypatch.setattr(homes, "ensure_running", lambda: "embedded:1")
+    assert homes.bootstrap_from(None) == "embedded:1"

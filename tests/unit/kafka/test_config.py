@@ -112,6 +112,10 @@ class _MovingLeader:
 
     def __init__(self, moves: int, code: int = KafkaError.NOT_LEADER_FOR_PARTITION) -> None:
         self.moves, self.code = moves, code
+        self.refreshed = 0
+
+    def list_topics(self, topic, timeout):
+        self.refreshed += 1
 
     def get_watermark_offsets(self, tp, timeout):
         if self.moves:
@@ -122,8 +126,22 @@ class _MovingLeader:
 
 def test_watermark_offsets_wait_out_a_moving_leader_and_nothing_else():
     tp = TopicPartition("t", 0)
-    assert watermark_offsets(_MovingLeader(2), tp) == (0, 7)
+    moving = _MovingLeader(2)
+    assert watermark_offsets(moving, tp) == (0, 7)
+    assert moving.refreshed == 2  # each failure asks for fresh metadata (leaders, partitions)
     with pytest.raises(KafkaException):
         watermark_offsets(_MovingLeader(1, KafkaError.TOPIC_AUTHORIZATION_FAILED), tp)
     with pytest.raises(Unreachable):
         watermark_offsets(_MovingLeader(1000), tp, timeout=0.3)
+
+
+def test_watermark_offsets_give_up_a_client_whose_leader_epoch_stays_stale(monkeypatch):
+    from framework.errors import Rejoin
+    from framework.kafka import reading
+
+    monkeypatch.setattr(reading, "STALE_EPOCH_S", 0.2)
+    stale = _MovingLeader(1000, KafkaError.FENCED_LEADER_EPOCH)
+    with pytest.raises(Rejoin, match="FENCED_LEADER_EPOCH"):
+        watermark_offsets(stale, TopicPartition("t", 0), timeout=30)
+    once = _MovingLeader(1, KafkaError.FENCED_LEADER_EPOCH)
+    assert watermark_offsets(once, TopicPartition("t", 0)) == (0, 7)

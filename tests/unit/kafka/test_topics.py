@@ -12,7 +12,13 @@ from framework.core.pipeline import (
     PipelineError,
     key_by,
 )
-from framework.kafka.topics import COMPACT, TopicSpec, check_existing, pipeline_topics
+from framework.kafka.topics import (
+    COMPACT,
+    TopicSpec,
+    check_existing,
+    pipeline_topics,
+    replication_for,
+)
 
 
 class Noop(Computation):
@@ -128,3 +134,23 @@ def test_existing_topics_that_cannot_serve_name_the_fix():
     assert "exactly 1" in channel and "--delete --topic zg.gen.watermarks" in channel
     deleting = check_existing(plan["zg.counter.timers"], 4, "delete")
     assert "cleanup.policy=delete" in deleting and "cleanup.policy=compact" in deleting
+
+
+@pytest.mark.parametrize(
+    ("brokers", "asked", "expected"),
+    [
+        (1, None, (1, {})),
+        (2, None, (2, {})),
+        (3, None, (3, {"min.insync.replicas": "2"})),
+        (5, None, (3, {"min.insync.replicas": "2"})),
+        (5, 2, (2, {})),
+        (3, 1, (1, {})),
+    ],
+)
+def test_new_topics_are_replicated_on_every_broker_up_to_three(brokers, asked, expected):
+    assert replication_for(brokers, asked) == expected
+
+
+def test_a_replication_factor_above_the_brokers_up_is_refused_with_the_fix():
+    with pytest.raises(PipelineError, match="--replication-factor 2 or start"):
+        replication_for(2, 3)

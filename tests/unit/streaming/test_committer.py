@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from framework.core.pipeline import Pipeline
 from framework.core.watermarks import Unwatermarked
@@ -87,3 +87,18 @@ def test_anything_else_ends_the_membership():
     collector.producer.fail_commit = KafkaError(KafkaError._FENCED, fatal=True)
     with pytest.raises(Rejoin, match="commit failed"):
         c.commit([FakeTask()], inputs)
+
+
+def test_a_retriable_failure_of_the_commit_is_retried_in_the_same_transaction():
+    c, collector, inputs = committer()
+    fails = [KafkaError(KafkaError._TRANSPORT, retriable=True)] * 2
+    producer = collector.producer
+
+    def commit_transaction(timeout):
+        if fails:
+            raise KafkaException(fails.pop())
+        log.append("commit")
+
+    producer.commit_transaction = commit_transaction
+    assert c.commit([FakeTask()], inputs)
+    assert log.count("commit") == 1 and "abort" not in log and log[-2:] == ["local state", "begin"]
