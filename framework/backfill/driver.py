@@ -65,6 +65,7 @@ from framework.backfill.plan import (
     write_plan,
 )
 from framework.backfill.session import spark_version
+from framework.backfill import arrow as on_arrow
 from framework.backfill.task import FAIL_ENV, TaskSettings, run_task
 from framework.core.api import MIN_TIME
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
@@ -121,10 +122,13 @@ def backfill(
     registry: RegistrySettings | None = None,
     tasks: int | None = None,
     progress: bool = False,
+    arrow: bool = True,
 ) -> Summary:
     """Run `computation` over its history on Spark (a session of `master` unless `spark` is
-    given) and hand its place over to streaming; returns what it did."""
-    began = time.monotonic()
+    given) and hand its place over to streaming; returns what it did. `arrow=False` takes the
+    row path (pickled rows to the tasks): the same outputs, kept to prove the Arrow one."""
+    began, wall = time.monotonic(), time.time()
+    timeline: list[tuple[str, float]] = []
     spec = pipeline[computation]
     if spec.tables:
         raise PipelineError(
@@ -148,6 +152,7 @@ def backfill(
         # rich draws the stages when `progress`; Spark's own console bar would fight it
         quiet = {"spark.ui.showConsoleProgress": "false"} if progress else {}
         spark = session(master, f"logwheel-backfill-{spec.group}", {**quiet, **(spark_conf or {})})
+    timeline.append(("session", time.monotonic() - began))
     try:
         stored = read_backfill_topic(bootstrap, backfill_topic(spec), kafka).get(PLAN_KEY)
         plan = Plan.from_json(stored) if stored else None
@@ -157,11 +162,15 @@ def backfill(
         else:
             plan = _make_plan(spark, pipeline, spec, bootstrap, kafka, start, until, tasks)
             write_plan(bootstrap, spec, plan, kafka)
-        results = _run(spark, pipeline, spec, plan, bootstrap, kafka, registry, progress)
+        timeline.append(("plan", time.monotonic() - began))
+        results = _run(spark, pipeline, spec, plan, bootstrap, kafka, registry, progress, arrow)
+        timeline.append(("tasks", time.monotonic() - began))
         _finish(spec, plan, results, bootstrap, kafka)
+        timeline.append(("hand-over", time.monotonic() - began))
     finally:
         if own_session:
             spark.stop()
+    _log_timeline(spec.group, timeline, results, wall)
     ran = [r for r in results if not r.get("skipped")]  # the others: an earlier run's
     return Summary(
         plan=plan.id,
@@ -175,6 +184,18 @@ def backfill(
         seconds=time.monotonic() - began,
         resumed=resumed,
     )
+
+
+def _log_timeline(group: str, timeline: list, results: list[dict], wall: float) -> None:
+    """Where the time went, in seconds since the backfill began (one log line): the session,
+    the plan, the first task's start and the last task's end on the workers' clocks, the
+    tasks' job and the hand-over."""
+    ran = [r for r in results if "began" in r]
+    if ran:
+        timeline.append(("first task", min(r["began"] for r in ran) - wall))
+        timeline.append(("last task", max(r["ended"] for r in ran) - wall))
+    line = ", ".join(f"{what} {at:.1f}" for what, at in sorted(timeline, key=lambda x: x[1]))
+    log.info("backfill %s timeline (s): %s", group, line)
 
 
 # -- the plan -------------------------------------------------------------------------------
@@ -221,9 +242,10 @@ def _bounded(pipeline: Pipeline, spec: ComputationSpec) -> bool:
 
 
 def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,
-         kafka: dict, registry: RegistrySettings | None, progress: bool) -> list[dict]:  # fmt: skip
+         kafka: dict, registry: RegistrySettings | None, progress: bool,
+         arrow: bool) -> list[dict]:  # fmt: skip
     """Run every task of the plan; returns their completion records."""
-    events = frames(spark, pipeline, spec, plan, bootstrap, kafka, registry)
+    events = frames(spark, pipeline, spec, plan, bootstrap, kafka, registry, arrow)
     if events is None:
         return []
     settings = TaskSettings(
@@ -240,16 +262,20 @@ def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, boot
         fault=os.environ.get(FAIL_ENV),
     )
 
-    def task(index: int, rows: Iterator[Any]) -> Iterator[str]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        attempt = context.attemptNumber() if context is not None else 0
-        yield run_task(settings, index, rows, attempt)
-
-    job = events.rdd.mapPartitionsWithIndex(task)
     with _Progress(spark, plan, enabled=progress):
-        return [json.loads(r) for r in job.collect()]
+        if arrow:
+            # Arrow batches in, one completion record out per task: no pickled rows
+            done = events.mapInArrow(lambda batches: on_arrow.task(settings, batches), "result string")
+            return [json.loads(r["result"]) for r in done.collect()]
+
+        def task(index: int, rows: Iterator[Any]) -> Iterator[str]:
+            from pyspark import TaskContext
+
+            context = TaskContext.get()
+            attempt = context.attemptNumber() if context is not None else 0
+            yield run_task(settings, index, rows, attempt)
+
+        return [json.loads(r) for r in events.rdd.mapPartitionsWithIndex(task).collect()]
 
 
 class _Progress:

@@ -158,6 +158,7 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any], attempt: i
     """Run Spark task `index` of the plan; returns its completion record (JSON): counts, the
     last offset it wrote per output partition, its pending event-time timers' earliest time
     per key-space partition."""
+    began = time.time()
     spec, kafka = settings.spec, settings.kafka
     config = producer_config(
         settings.bootstrap,
@@ -182,6 +183,7 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any], attempt: i
     summary = runner.run(rows)
     collector.flush()
     summary["written"] = [[t, p, o] for (t, p), o in collector.written.items()]
+    summary["began"], summary["ended"] = began, time.time()  # the bench's timeline
     completion = json.dumps(summary).encode()
     producer.produce(settings.backfill_topic, completion, key.encode(), partition=0)
     producer.commit_transaction(120)
