@@ -23,11 +23,24 @@ ROUTED = ("r_key", "stage", "error_type", "error")
 def rows(batches: Iterator[Any]) -> Iterator[tuple]:
     """The batches' rows as tuples (headers as (key, value) pairs, as Kafka gives them)."""
     for batch in batches:
-        columns = [column.to_pylist() for column in batch.columns]
+        columns = [_values(column) for column in batch.columns]
         if "headers" in batch.schema.names:
             at = batch.schema.names.index("headers")
             columns[at] = [_pairs(hs) for hs in columns[at]]
         yield from zip(*columns, strict=True)
+
+
+def _values(column: Any) -> list:
+    """A column's values; a string column holding bytes that are not UTF-8 (a Kafka key cast
+    to a string) with them replaced, as a pickled row carries them: the task dead-letters
+    such a record by its raw key anyway."""
+    try:
+        return column.to_pylist()
+    except UnicodeDecodeError:
+        import pyarrow as pa
+
+        raw = column.cast(pa.binary()).to_pylist()
+        return [None if v is None else v.decode("utf-8", "replace") for v in raw]
 
 
 def _pairs(headers: list[dict] | None) -> list[tuple] | None:

@@ -48,6 +48,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from framework.backfill import arrow as on_arrow
 from framework.backfill.frames import events as frames
 from framework.backfill.frames import max_timestamps
 from framework.backfill.plan import (
@@ -65,7 +66,6 @@ from framework.backfill.plan import (
     write_plan,
 )
 from framework.backfill.session import spark_version
-from framework.backfill import arrow as on_arrow
 from framework.backfill.task import FAIL_ENV, TaskSettings, run_task
 from framework.core.api import MIN_TIME
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
@@ -265,7 +265,7 @@ def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, boot
     with _Progress(spark, plan, enabled=progress):
         if arrow:
             # Arrow batches in, one completion record out per task: no pickled rows
-            done = events.mapInArrow(lambda batches: on_arrow.task(settings, batches), "result string")
+            done = events.mapInArrow(lambda rows: on_arrow.task(settings, rows), "result string")
             return [json.loads(r["result"]) for r in done.collect()]
 
         def task(index: int, rows: Iterator[Any]) -> Iterator[str]:
