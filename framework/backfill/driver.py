@@ -56,6 +56,7 @@ from framework.backfill.plan import (
     Plan,
     backfill_topic,
     backfill_topic_spec,
+    co_partitioned,
     done_key,
     end_watermark,
     journal_ends,
@@ -160,7 +161,7 @@ def backfill(
         if resumed:
             log.info("%s: finishing the backfill plan %s left unfinished", spec.group, plan.id)
         else:
-            plan = _make_plan(spark, pipeline, spec, bootstrap, kafka, start, until, tasks)
+            plan = _make_plan(spark, pipeline, spec, bootstrap, kafka, start, until, tasks, arrow)
             write_plan(bootstrap, spec, plan, kafka)
         timeline.append(("plan", time.monotonic() - began))
         results = _run(spark, pipeline, spec, plan, bootstrap, kafka, registry, progress, arrow)
@@ -210,6 +211,7 @@ def _make_plan(
     start: str,
     until: str,
     tasks: int | None,
+    arrow: bool,
 ) -> Plan:
     consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
     try:
@@ -226,7 +228,10 @@ def _make_plan(
     return Plan(
         computation=spec.name,
         ranges=ranges,
-        tasks=tasks or max(1, spark.sparkContext.defaultParallelism),
+        # input keyed by its producer: a task per partition, no shuffle (frames.events)
+        tasks=tasks
+        or (arrow and co_partitioned(ranges))
+        or max(1, spark.sparkContext.defaultParallelism),
         changelog_end=changelog_end,
         timers_end=timers_end,
         start_watermarks=starts,

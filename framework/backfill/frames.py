@@ -7,18 +7,21 @@ in timestamp order, ties in offset order)."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
 from framework.backfill import arrow as on_arrow
-from framework.backfill.plan import Plan, Range
+from framework.backfill.plan import Plan, Range, co_partitioned
 from framework.backfill.session import kafka_source
 from framework.backfill.task import BAD, RECORD, STATE, TIMER, route
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.kafka.config import consumer_config, reader_group
 from framework.kafka.registry_settings import RegistrySettings
+
+log = logging.getLogger(__name__)
 
 
 def max_timestamps(
@@ -55,6 +58,11 @@ def read(spark: Any, ranges: Iterable[Range], bootstrap: str, kafka: dict) -> An
         .option("endingOffsets", json.dumps(ending))
         .load()
     )
+
+
+def _one_task_per_partition(plan: Plan, keyed: Any) -> bool:
+    """Whether the plan's tasks are the Kafka source's partitions (`plan.co_partitioned`)."""
+    return co_partitioned(plan.ranges) == plan.tasks == keyed.rdd.getNumPartitions()
 
 
 def journal_ranges(
@@ -181,6 +189,10 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
         )
     if not parts:
         return None
+    if arrow and len(parts) == 1 and keyed is not None and _one_task_per_partition(plan, keyed):
+        # keyed by the producer, no state or timers yet: each Kafka partition is a task
+        log.info("%s: %d tasks, one per input partition, no shuffle", spec.group, plan.tasks)
+        return parts[0].select(*columns).sortWithinPartitions("ts", "topic", "partition", "offset")
     events = parts[0]
     for part in parts[1:]:
         events = events.unionByName(part)

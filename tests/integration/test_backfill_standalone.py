@@ -31,7 +31,7 @@ def test_a_backfill_on_two_standalone_workers_counts_each_word_exactly(kafka, tm
             # the driver and an executor on each worker
             status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus
             wait_for(lambda: status().size() == 3, 120, what="two executors")
-            summary = backfill(wc.pipeline, "count-words", bootstrap=kafka, spark=spark, tasks=2)
+            summary = backfill(wc.pipeline, "count-words", bootstrap=kafka, spark=spark)
         finally:
             spark.stop()
 
