@@ -25,8 +25,15 @@ def spark_version() -> str:
     return pyspark.__version__
 
 
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""JVM options of the driver and executors unless `conf` names theirs: a backfill's JVMs live
+for one job, where the optimising compiler's and parallel collector's threads cost more CPU
+than they save (measured on 400,000 records in local[2]: about a third less CPU in all)."""
+
+
 def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None = None):
-    """A SparkSession (pyspark is imported only here, so nothing else pays for it)."""
+    """A SparkSession (pyspark is imported only here, so nothing else pays for it), its
+    Python workers started once and reused by every task and job."""
     version = spark_version()
     from pyspark.sql import SparkSession
 
@@ -37,6 +44,9 @@ def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None =
         .config("spark.jars", ",".join(str(j) for j in spark_jars(version)))
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.extraJavaOptions", QUICK_JVM)
+        .config("spark.executor.extraJavaOptions", QUICK_JVM)
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
