@@ -183,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]))  # fmt: skip
     fixed = fixed_costs(rows)
     if fixed:
-        print(common.table([("contender", -22), ("fixed s", 8), ("marginal us/rec", 16)], [
+        print(common.table([("contender", -22), ("fixed s", 8), ("marginal wall us/rec", 21)], [
             (c, round(f, 1), round(m * 1e6, 1)) for c, (f, m) in fixed.items()
         ]))  # fmt: skip
     common.write_results("backfill", args, rows=rows, fixed={c: f for c, (f, _) in fixed.items()})
