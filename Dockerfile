@@ -7,6 +7,9 @@
 #             (`logwheel backfill`, `logwheel changelog dump TOPIC --spark`)
 #             docker build --target backfill -t logwheel-backfill .
 # The embedded broker (framework/broker) is for development: containers use a real Kafka.
+# Base images are named by tag, not yet pinned by digest: pin them (`FROM image:tag@sha256:...`,
+# the digest from `docker buildx imagetools inspect image:tag`) where you build for production;
+# this repository was written without registry access to look the digests up.
 
 # -- wheel: logwheel built as pip builds it for an index: the images install it, not a checkout
 FROM python:3.11-slim AS wheel
@@ -30,7 +33,8 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     LOGWHEEL_STATE_DIR=/state \
     LOGWHEEL_LOG_FORMAT=json \
-    LOGWHEEL_METRICS_PORT=9100
+    LOGWHEEL_METRICS_PORT=9100 \
+    LOGWHEEL_METRICS_ADDR=0.0.0.0
 COPY --from=wheel /dist /dist
 # Installed from the wheel, not editable: the image carries no checkout (logwheel's own schemas
 # are package data). The demo jobs' schemas are ./schemas of the working directory.

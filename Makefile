@@ -56,11 +56,11 @@ test: venv jars lint
 
 demo: venv jars
 	$(PY) -m framework.cli broker start
-	$(PY) -m jobs.zeitgeist.demo
+	LOGWHEEL_BOOTSTRAP= $(PY) -m jobs.zeitgeist.demo  # the embedded broker only: a demo wipes its topics
 
 enrich-demo: venv jars
 	$(PY) -m framework.cli broker start
-	$(PY) -m jobs.enrich.demo
+	LOGWHEEL_BOOTSTRAP= $(PY) -m jobs.enrich.demo
 
 chaos: venv jars
 	LOGWHEEL_CHAOS_FULL=1 $(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) tests/chaos

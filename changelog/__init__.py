@@ -35,6 +35,14 @@ from framework.kafka.serdes import any_decoder
 __all__ = ["ChangelogTable"]
 
 
+def key_text(raw: bytes | None) -> str:
+    """A record key as text: UTF-8 (the contract's keys), else its bytes escaped (`\\xff`), so
+    a key some other writer put there is shown, not a crash of `changelog dump`."""
+    if raw is None:
+        return ""
+    return raw.decode("utf-8", errors="backslashreplace")
+
+
 class ChangelogTable:
     """The latest value per key of a changelog topic."""
 
@@ -87,7 +95,7 @@ class ChangelogTable:
     def _apply(self, msgs: list) -> list[tuple[str, Any, Any]]:
         changes, positions, firsts = [], {}, {}
         for msg in msgs:
-            key = msg.key().decode() if msg.key() is not None else ""
+            key = key_text(msg.key())
             changes.append((key, msg.value()))
             positions[msg.partition()] = msg.offset() + 1
             firsts.setdefault(msg.partition(), msg.offset())

@@ -17,7 +17,9 @@ each kind names the reaction, so the code that catches it needs no case analysis
 - `Fatal`: stop the process with the reason (`on_error="stop"` and unrecoverable errors).
 - `BadRecord`: one record (or one hook call's output) cannot be processed; it goes to the
   dead-letter topic (or is skipped, by the computation's error policy) and the rest flows;
-  `LateRecord`, one that came too late, follows the late policy instead.
+  `LateRecord`, one that came too late, follows the late policy instead; `FutureRecord` (a
+  source record stamped beyond the skew allowance) and `ForgedRecord` (an internal record no
+  logwheel writer could have written) are always dead-lettered, never stopped on.
 """
 
 from __future__ import annotations
@@ -82,3 +84,15 @@ class LateRecord(BadRecord):
     def __init__(self, reason: str, closes: int | None = None) -> None:
         super().__init__("late", reason)
         self.closes = closes  # the lowest input watermark the record is late by, if known
+
+
+class FutureRecord(BadRecord):
+    """A source record stamped further ahead of wall time than its source's `max_future_ms`,
+    under `on_future="dead_letter"`: dead-lettered at stage "future", never stopped on."""
+
+
+class ForgedRecord(BadRecord):
+    """An internal record (a watermark mark, a timer entry) that no logwheel writer could have
+    written: no offsets for the partition it speaks for, offsets beyond the partition's end, a
+    time beyond the skew allowance, or bytes that do not decode. Refused, never applied, and
+    dead-lettered at stage "watermark" or "timers", never stopped on."""

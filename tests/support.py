@@ -284,12 +284,15 @@ class Wordcount:
         *,
         kafka: dict | None = None,
         create: bool = True,
+        factory: str = "jobs.wordcount:build",
+        extra: tuple = (),
     ) -> None:
         """`kafka`: client settings of the test's own clients (topics, input, reading);
-        `create=False` leaves every topic to the job."""
+        `create=False` leaves every topic to the job; `factory(name, prefix, guarantee,
+        *extra)` builds the pipeline (tests.backfill_faults: one that fails on purpose)."""
         self.bootstrap, self.kafka = bootstrap, kafka
         self.unique = UniqueJob(
-            bootstrap, tmp, "jobs.wordcount:build", "wc", guarantee, kafka=kafka, create=create
+            bootstrap, tmp, factory, "wc", guarantee, *extra, kafka=kafka, create=create
         )
         self.name, self.prefix, self.pipeline = (
             self.unique.name,

@@ -53,8 +53,7 @@ def task(settings: TaskSettings, batches: Iterator[Any]) -> Iterator[Any]:
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    index, attempt = context.partitionId(), context.attemptNumber()
-    result = run_task(settings, index, rows(batches), attempt)
+    result = run_task(settings, context.partitionId(), rows(batches))
     yield pa.RecordBatch.from_pydict({"result": [result]})
 
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -67,10 +66,11 @@ from framework.backfill.plan import (
     write_plan,
 )
 from framework.backfill.session import spark_version
-from framework.backfill.task import FAIL_ENV, TaskSettings, run_task
+from framework.backfill.task import TaskSettings, run_task
 from framework.core.api import MIN_TIME
+from framework.core.forgery import pipeline_allowance
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
-from framework.core.watermarks import Mark, encode_mark, task_producer
+from framework.core.watermarks import Mark, encode_mark, naming_all, task_producer
 from framework.kafka.config import client_config, consumer_config, producer_config
 from framework.kafka.groups import commit_metadata, refuse_live_members
 from framework.kafka.registry_settings import RegistrySettings, resolve
@@ -156,7 +156,7 @@ def backfill(
     timeline.append(("session", time.monotonic() - began))
     try:
         stored = read_backfill_topic(bootstrap, backfill_topic(spec), kafka).get(PLAN_KEY)
-        plan = Plan.from_json(stored) if stored else None
+        plan = Plan.from_json(stored, pipeline_allowance(pipeline)) if stored else None
         resumed = plan is not None and plan.status == "running"
         if resumed:
             log.info("%s: finishing the backfill plan %s left unfinished", spec.group, plan.id)
@@ -264,7 +264,6 @@ def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, boot
         start_watermark=plan.start_watermark,
         end_watermark=plan.end_watermark,
         lag=plan.lag,
-        fault=os.environ.get(FAIL_ENV),
     )
 
     with _Progress(spark, plan, enabled=progress):
@@ -274,11 +273,7 @@ def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, boot
             return [json.loads(r["result"]) for r in done.collect()]
 
         def task(index: int, rows: Iterator[Any]) -> Iterator[str]:
-            from pyspark import TaskContext
-
-            context = TaskContext.get()
-            attempt = context.attemptNumber() if context is not None else 0
-            yield run_task(settings, index, rows, attempt)
+            yield run_task(settings, index, rows)
 
         return [json.loads(r) for r in events.rdd.mapPartitionsWithIndex(task).collect()]
 
@@ -342,6 +337,8 @@ def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: s
             earliest[int(p)] = min(t, earliest.get(int(p), t))
     marks = []
     end = MIN_TIME if plan.end_watermark is None else plan.end_watermark
+    topics = AdminClient(client_config(bootstrap, kafka)).list_topics(timeout=30).topics
+    counts = {t: len(topics[t].partitions) for t in spec.outputs if t in topics}
     for p in range(spec.partitions):
         producer = task_producer(spec.name, p)
         prev: Mark | None = previous.get(producer)
@@ -352,6 +349,7 @@ def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: s
         offsets = dict(prev.offsets) if prev else {}
         for tp, offset in written.items():
             offsets[tp] = max(offset, offsets.get(tp, -1))
+        offsets = naming_all(offsets, spec.outputs, counts)
         watermark = max(low, prev.watermark if prev else MIN_TIME)
         marks.append(Mark(producer, watermark, False, offsets, input_watermark))
 

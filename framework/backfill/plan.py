@@ -14,15 +14,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
+from framework.core.dead_letters import undecodable
+from framework.core.forgery import DEFAULT_ALLOWANCE_MS, check_mark, pipeline_allowance
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
-from framework.core.watermarks import Published, decode_mark, partition_watermark, task_producer
+from framework.core.watermarks import (
+    Mark,
+    Published,
+    decode_mark,
+    partition_watermark,
+    task_producer,
+)
 from framework.kafka.config import consumer_config, producer_config, reader_group
 from framework.kafka.reading import Ends, offset_at, parse_point, read_to_end
 from framework.kafka.topics import COMPACT, TopicSpec
@@ -98,16 +107,100 @@ class Plan:
         return json.dumps(doc).encode()
 
     @classmethod
-    def from_json(cls, raw: bytes) -> Plan:
-        doc = json.loads(raw)
-        doc.pop("id", None)
-        doc["ranges"] = tuple(Range(**r) for r in doc["ranges"])
-        for name in ("changelog_end", "timers_end", "start_watermarks"):
-            doc[name] = {int(p): o for p, o in doc[name].items()}
-        return cls(**doc)
+    def from_json(cls, raw: bytes, allowance_ms: int = DEFAULT_ALLOWANCE_MS) -> Plan:
+        """The plan `to_json` wrote, every field checked (names, types, ranges; watermarks no
+        further ahead of wall time than `allowance_ms`; its id): PlanError otherwise, since
+        anyone who can write the backfill topic could have written it."""
+        try:
+            return _decoded_plan(raw, now_ms() + allowance_ms)
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            raise PlanError(
+                f"the stored backfill plan is not one logwheel wrote ({error}): delete the "
+                "computation's `.backfill` topic to plan the backfill afresh"
+            ) from None
 
     def records(self) -> int:
         return sum(r.end - r.start for r in self.ranges)
+
+
+class PlanError(PipelineError):
+    """A stored backfill plan that fails its checks; the message names the fix."""
+
+
+_RANGE_FIELDS = {"topic", "partition", "start", "end", "stream", "keyed"}
+_PLAN_FIELDS = {f.name for f in fields(Plan)} | {"id"}
+_STATUSES = ("running", "done")
+
+
+def _int(doc: dict, name: str, low: int = MIN_TIME, high: int = 2**63 - 1) -> int:
+    value = doc[name]
+    if type(value) is not int or not low <= value <= high:
+        raise ValueError(f"{name}={value!r} is not a whole number in [{low}, {high}]")
+    return value
+
+
+def _str(doc: dict, name: str) -> str:
+    if type(doc[name]) is not str or not doc[name]:
+        raise ValueError(f"{name}={doc[name]!r} is not a name")
+    return doc[name]
+
+
+def _exactly(doc: object, names: set[str], what: str) -> dict:
+    if not isinstance(doc, dict) or set(doc) - names or (names - {"id"}) - set(doc):
+        raise ValueError(f"{what} has not exactly the fields {sorted(names)}")
+    return doc
+
+
+def _per_partition(doc: dict, name: str, low: int, high: int) -> dict[int, int]:
+    table = doc[name]
+    if not isinstance(table, dict):
+        raise ValueError(f"{name} is not a table of partitions")
+    out = {}
+    for p in table:
+        if not p.isdigit():
+            raise ValueError(f"{name} names partition {p!r}")
+        out[int(p)] = _int(table, p, low, high)
+    return out
+
+
+def _decoded_plan(raw: bytes, latest_time: int) -> Plan:
+    doc = _exactly(json.loads(raw), _PLAN_FIELDS, "the plan")
+    if not isinstance(doc["ranges"], list):
+        raise ValueError("ranges is not a list")
+    ranges = []
+    for r in doc["ranges"]:
+        r = _exactly(r, _RANGE_FIELDS, "a range")
+        start = _int(r, "start", 0)
+        if type(r["keyed"]) is not bool:
+            raise ValueError(f"keyed={r['keyed']!r} is not true or false")
+        ranges.append(
+            Range(
+                _str(r, "topic"),
+                _int(r, "partition", 0),
+                start,
+                _int(r, "end", start),
+                _str(r, "stream"),
+                r["keyed"],
+            )  # fmt: skip
+        )
+    end = None if doc["end_watermark"] is None else _int(doc, "end_watermark", high=latest_time)
+    if doc["status"] not in _STATUSES:
+        raise ValueError(f"status={doc['status']!r}")
+    plan = Plan(
+        computation=_str(doc, "computation"),
+        ranges=tuple(ranges),
+        tasks=_int(doc, "tasks", 1, 1_000_000),
+        changelog_end=_per_partition(doc, "changelog_end", 0, 2**63 - 1),
+        timers_end=_per_partition(doc, "timers_end", 0, 2**63 - 1),
+        start_watermarks=_per_partition(doc, "start_watermarks", MIN_TIME, latest_time),
+        end_watermark=end,
+        lag=_int(doc, "lag", 0),
+        created_at=_int(doc, "created_at", 0, latest_time),
+        status=doc["status"],
+    )
+    if "id" in doc and doc["id"] != plan.id:
+        raise ValueError(f"id {doc['id']!r} is not its ranges' ({plan.id})")
+    return plan
 
 
 # -- reading and writing the backfill topic -------------------------------------------------
@@ -193,17 +286,30 @@ def start_watermarks(
 ) -> tuple[dict[int, int], dict[str, Any]]:
     """The input watermark each keyed task last published (MIN_TIME where none), and the
     latest marks by producer, from the computation's own watermark channel."""
-    marks = {
-        producer: decode_mark(raw)
-        for producer, raw in read_compacted(
-            bootstrap, spec.watermarks, reader_group(spec.group), kafka
-        ).items()
-    }
+    raws = read_compacted(bootstrap, spec.watermarks, reader_group(spec.group), kafka)
+    marks = {mark.producer: mark for mark in genuine_marks(spec.watermarks, raws.values())}
     watermarks = {}
     for p in range(spec.partitions):
         mark = marks.get(task_producer(spec.name, p))
         watermarks[p] = MIN_TIME if mark is None else mark.input_watermark
     return watermarks, marks
+
+
+def genuine_marks(
+    channel: str, raws: Iterable[bytes], allowance_ms: int = DEFAULT_ALLOWANCE_MS
+) -> list[Mark]:
+    """The marks of a channel that decode and claim no time beyond the allowance ahead of wall
+    time (framework/core/forgery.py); the others are skipped and counted."""
+    marks, now = [], now_ms()
+    for raw in raws:
+        try:
+            mark = decode_mark(raw)
+            check_mark(mark, now, allowance_ms)
+        except Exception as error:
+            undecodable(channel, error)
+        else:
+            marks.append(mark)
+    return marks
 
 
 def lag_of(pipeline: Pipeline, spec: ComputationSpec) -> int:
@@ -232,12 +338,13 @@ def end_watermark(
     what the writers' marks on their channels promise for the end of the range (injectors,
     upstream computations). None when some input's watermark is never known."""
     reader = reader_group(spec.group)
+    allowance_ms = pipeline_allowance(pipeline)
     marks: dict[str, list] = {}  # channel -> its marks, each channel read once
 
     def marks_of(channel: str) -> list:
         if channel not in marks:
             raw = read_compacted(bootstrap, channel, reader, kafka).values()
-            marks[channel] = [decode_mark(r) for r in raw]
+            marks[channel] = genuine_marks(channel, raw, allowance_ms)
         return marks[channel]
 
     per_input = []
@@ -246,8 +353,9 @@ def end_watermark(
         source = pipeline.sources.get(i.stream)
         if source is not None and isinstance(source.watermark, BoundedOutOfOrderness):
             highs = [max_timestamps[(r.topic, r.partition)] for r in mine if r.end > r.start]
-            if highs:
-                per_input.append(min(highs) - source.watermark.ms)
+            if highs:  # no further than a record stamped now, as streaming holds it
+                high = min(min(highs), now_ms() + source.watermark.max_future_ms)
+                per_input.append(high - source.watermark.ms)
             continue
         if source is not None and source.watermark is None:
             return None

@@ -45,16 +45,6 @@ from framework.kafka.serdes import stream_decoder
 STATE, TIMER, RECORD, BAD = 0, 1, 2, 3
 """Kinds of rows a task receives, in the order it sorts them."""
 
-FAIL_ENV = "LOGWHEEL_BACKFILL_FAIL"
-"""Fault injection for tests, read by the driver: `TASK:N` makes the first attempt of Spark task
-TASK fail after it has sent N outputs (flushed to the broker inside its open transaction);
-`TASK:N:stall` makes it stop there instead, until the backfill is killed."""
-
-
-class InjectedFault(BaseException):  # noqa: N818 - not an Exception: no hook may catch it
-    """The failure `FAIL_ENV` injects: it ends the Spark task, as a crash would."""
-
-
 TRANSACTION_TIMEOUT_MS = 600_000
 """A task's transaction lasts as long as the task; the broker's default maximum is 15 min."""
 
@@ -151,10 +141,9 @@ class TaskSettings:
     start_watermark: int
     end_watermark: int | None
     lag: int
-    fault: str | None = None  # FAIL_ENV as the driver found it
 
 
-def run_task(settings: TaskSettings, index: int, rows: Iterator[Any], attempt: int) -> str:
+def run_task(settings: TaskSettings, index: int, rows: Iterator[Any]) -> str:
     """Run Spark task `index` of the plan; returns its completion record (JSON): counts, the
     last offset it wrote per output partition, its pending event-time timers' earliest time
     per key-space partition."""
@@ -179,7 +168,7 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any], attempt: i
     if done is not None:  # an earlier attempt committed: its outputs are there, once
         return json.dumps(json.loads(done) | {"skipped": True})
     producer.begin_transaction()
-    runner = _TaskRun(settings, collector, _fault(settings.fault, index, attempt))
+    runner = _TaskRun(settings, collector)
     summary = runner.run(rows)
     collector.flush()
     summary["written"] = [[t, p, o] for (t, p), o in collector.written.items()]
@@ -190,19 +179,10 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any], attempt: i
     return json.dumps(summary)
 
 
-def _fault(switch: str | None, index: int, attempt: int) -> tuple[int, bool] | None:
-    """(after how many outputs, stall instead of failing) for this attempt, if any."""
-    if not switch or attempt > 0:
-        return None
-    task, after, *mode = switch.split(":")
-    return (int(after), mode == ["stall"]) if int(task) == index else None
-
-
 class _TaskRun:
-    def __init__(self, settings: TaskSettings, collector: Collector, fault: tuple | None):
+    def __init__(self, settings: TaskSettings, collector: Collector):
         self.s = settings
         self.collector = collector
-        self.fault = fault
         spec = settings.spec
         self.runtime = Runtime(
             settings.pipeline,
@@ -296,11 +276,6 @@ class _TaskRun:
 
     def produced(self) -> None:
         self.records_out += 1
-        if self.fault is not None and self.records_out == self.fault[0]:
-            self.collector.flush()  # part of the output is on the broker, uncommitted
-            while self.fault[1]:
-                time.sleep(1)
-            raise InjectedFault(f"{FAIL_ENV}: task failing on purpose after {self.records_out}")
 
     def _finish(self, executor: Executor) -> dict:
         spec, send = self.s.spec, self.collector.send

@@ -54,6 +54,7 @@ from framework.broker.security import (
     SecurityError,
     last_line,
 )
+from framework.files import PRIVATE_UMASK
 from framework.jvm.jars import kafka_jars
 from framework.jvm.process import (
     HomeLock,
@@ -470,7 +471,9 @@ class Broker:
         if self.secure:
             command += self.credentials.format_arguments()
         try:
-            done = subprocess.run(command, capture_output=True, text=True, cwd=self.home)
+            done = subprocess.run(
+                command, capture_output=True, text=True, cwd=self.home, umask=PRIVATE_UMASK
+            )
         finally:
             self.credentials.forget_format_arguments()
         if done.returncode != 0:
@@ -494,6 +497,7 @@ class Broker:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                umask=PRIVATE_UMASK,  # its data and metadata log: the owner's alone
             )
         role.pid_file.write_text(f"{process.pid}\n")
         if role is self.node:

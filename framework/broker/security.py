@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from framework.errors import ConfigurationError
+from framework.files import write_private
 
 ADMIN_USER = "admin"
 JOB_USER = "job"
@@ -219,14 +220,6 @@ def last_line(done: subprocess.CompletedProcess) -> str:
     """What a failed command said last (its stderr, else its stdout)."""
     lines = (done.stderr or done.stdout).strip().splitlines()
     return lines[-1] if lines else "no output"
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write `text` to a file only its owner can read (mode 0600 from its creation on)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
 
 
 def _settings_toml(settings: dict[str, Any]) -> str:

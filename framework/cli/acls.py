@@ -1,25 +1,50 @@
-"""`logwheel acls`: print or create the prefixed ACLs a pipeline's job needs."""
+"""`logwheel acls`: print or create the least-privilege ACLs of a pipeline's parts."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 
 from framework.ops import acls as acls_module
-from framework.ops.acls import create_acls, pipeline_acls
+from framework.ops.acls import computation_acls, create_acls, injector_acls, pipeline_acls
 
 
 def register_acls(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "acls",
-        help="the prefixed ACLs a pipeline's job needs: print them, or --create them",
+        help="the least-privilege ACLs of a pipeline's computations and injectors: print "
+        "them, or --create them",
         description=acls_module.__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("pipeline", metavar="MODULE:ATTR")
-    parser.add_argument("--principal", required=True, help="e.g. User:job")
-    parser.add_argument("--host", default="*", help="the host the principal connects from (*)")
     parser.add_argument(
-        "--reset", action="store_true", help="also what `logwheel reset --wipe-state` needs"
+        "--principal",
+        required=True,
+        help="e.g. User:job; with {name} in it, each computation or injector its own (User:{name})",
+    )
+    parser.add_argument(
+        "--computation",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this computation's ACLs (repeatable)",
+    )
+    parser.add_argument(
+        "--injector", action="append", default=[], metavar="NAME", help="only this injector's"
+    )
+    parser.add_argument(
+        "--host",
+        help="the address the principal connects from ('*': any); default: this machine's "
+        "address towards the bootstrap servers",
+    )
+    parser.add_argument(
+        "--allow-reset",
+        "--reset",
+        dest="allow_reset",
+        action="store_true",
+        help="also DELETE on its own topics, which `logwheel reset --wipe-state` needs",
     )
     parser.add_argument(
         "--create", action="store_true", help="create them (--config: an administrator's)"
@@ -45,12 +70,46 @@ def acls_command(args: argparse.Namespace) -> int:
         raise ConfigurationError(
             f"--principal {args.principal!r}: give TYPE:NAME, e.g. User:job (a SCRAM user)"
         )
-    acls = pipeline_acls(
-        load_pipeline(args.pipeline), args.principal, reset=args.reset, host=args.host
-    )
+    pipeline = load_pipeline(args.pipeline)
+    bootstrap = bootstrap_from(args.bootstrap) if args.create else _named_bootstrap(args)
+    host = args.host or local_address(bootstrap)
+    parts = [("computation", n) for n in args.computation]
+    parts += [("injector", n) for n in args.injector]
+    if not parts and "{name}" in args.principal:
+        parts = [("computation", n) for n in pipeline.computations]
+        parts += [("injector", n) for n in acls_module.injectors(pipeline)]
+    acls = set()
+    for kind, name in parts:
+        principal = args.principal.replace("{name}", name)
+        if kind == "computation":
+            acls |= set(
+                computation_acls(pipeline, name, principal, host=host, allow_reset=args.allow_reset)
+            )
+        else:
+            acls |= set(injector_acls(pipeline, name, principal, host=host))
+    if not parts:
+        acls = set(pipeline_acls(pipeline, args.principal, reset=args.allow_reset, host=host))
     if args.create:
-        create_acls(acls, bootstrap_from(args.bootstrap), kafka_settings(args.config))
+        create_acls(sorted(acls), bootstrap, kafka_settings(args.config))
     verb = "created" if args.create else "needs"
-    for acl in acls:
+    for acl in sorted(acls):
         print(f"{verb:7} {acl}")
     return 0
+
+
+def _named_bootstrap(args: argparse.Namespace) -> str | None:
+    return args.bootstrap or os.environ.get("LOGWHEEL_BOOTSTRAP")
+
+
+def local_address(bootstrap: str | None) -> str:
+    """The address this machine reaches the first bootstrap server from (127.0.0.1 for a
+    local or unknown one): the job's network, as a broker sees it, not `*`."""
+    if not bootstrap:
+        return "127.0.0.1"
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((host.strip("[]") or "127.0.0.1", int(port or 9092)))
+            return probe.getsockname()[0]
+    except (OSError, ValueError):
+        return "127.0.0.1"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from framework.broker.embedded import bootstrap_from
-from framework.cli.options import add_bootstrap, env_int
+from framework.cli.options import add_bootstrap, confirmed, env_int
 
 
 def register_run(commands: argparse._SubParsersAction) -> None:
@@ -42,6 +42,13 @@ def register_run(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help="serve Prometheus metrics on port N (0: a free one, logged; several computations: "
         "N, N+1, ...; else LOGWHEEL_METRICS_PORT; default off)",
+    )
+    parser.add_argument(
+        "--metrics-addr",
+        default=os.environ.get("LOGWHEEL_METRICS_ADDR") or "127.0.0.1",
+        metavar="ADDR",
+        help="the address metrics are served on (else LOGWHEEL_METRICS_ADDR, else 127.0.0.1; "
+        "0.0.0.0: every interface)",
     )
     parser.add_argument(
         "--instance-id",
@@ -91,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         config_file=args.config,
         standby=args.standby,
         metrics_port=args.metrics_port,
+        metrics_addr=args.metrics_addr,
         instance_id=args.instance_id,
         log_format=args.log_format,
         commit_interval_ms=args.commit_interval_ms,
@@ -195,6 +203,9 @@ def register_reset(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--wipe-state", action="store_true", help="also empty its state")
     parser.add_argument("--dry-run", action="store_true", help="only say what it would do")
     parser.add_argument("--state-dir", type=Path, default=None, help="local state to remove")
+    parser.add_argument(
+        "--yes", action="store_true", help="wipe without asking (a terminal is asked first)"
+    )
     add_bootstrap(parser)
     parser.set_defaults(func=reset_command)
 
@@ -210,16 +221,27 @@ def reset_command(args: argparse.Namespace) -> int:
     from framework.streaming.launch import kafka_settings, load_pipeline
     from framework.streaming.runner import default_state_dir
 
-    plan = reset(
-        load_pipeline(args.pipeline),
-        args.computation,
-        args.to,
-        bootstrap=bootstrap_from(args.bootstrap),
-        state_dir=args.state_dir or default_state_dir(),
-        wipe_state=args.wipe_state,
-        dry_run=args.dry_run,
-        kafka=kafka_settings(args.config),
-    )
+    def run(dry_run: bool) -> list[str]:
+        return reset(
+            pipeline,
+            args.computation,
+            args.to,
+            bootstrap=bootstrap,
+            state_dir=args.state_dir or default_state_dir(),
+            wipe_state=args.wipe_state,
+            dry_run=dry_run,
+            kafka=kafka,
+        )
+
+    pipeline, kafka = load_pipeline(args.pipeline), kafka_settings(args.config)
+    bootstrap = bootstrap_from(args.bootstrap)
+    if args.wipe_state and not args.dry_run and not args.yes and sys.stdin.isatty():
+        print("\n".join("would: " + line for line in run(dry_run=True)))
+        if not confirmed(f"wipe {args.computation}'s state on {bootstrap}?", yes=False,
+                         unattended=True):  # fmt: skip
+            print("nothing done", file=sys.stderr)
+            return 1
+    plan = run(args.dry_run)
     print("\n".join(("would: " if args.dry_run else "done: ") + line for line in plan))
     return 0
 

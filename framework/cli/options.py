@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 
 def add_bootstrap(parser: argparse.ArgumentParser) -> None:
@@ -27,3 +28,17 @@ def env_int(name: str) -> int | None:
         return int(value)
     except ValueError:
         raise SystemExit(f"logwheel: {name}={value!r}: give a port number") from None
+
+
+def confirmed(question: str, *, yes: bool, unattended: bool) -> bool:
+    """Whether to go on with something destructive: `yes` (a --yes flag) goes on; at a
+    terminal the user answers `question`; from a script (no terminal) `unattended` decides."""
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        return unattended
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")

@@ -12,7 +12,7 @@ import logging
 
 from framework.core.logs import RateLimited
 from framework.core.metrics import DEAD_LETTERS, UNDECODABLE
-from framework.errors import BadRecord, Fatal, LateRecord
+from framework.errors import BadRecord, Fatal, ForgedRecord, FutureRecord, LateRecord
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +54,10 @@ class ErrorPolicy:
     def admit(self, stage: str, error: BaseException) -> bool:
         kind = reason_class(error)
         DEAD_LETTERS.labels(self.computation, stage, kind).inc()
-        if isinstance(error, LateRecord):
-            return True  # on_late="dead_letter" chose already; lateness never stops a job
+        if isinstance(error, LateRecord | FutureRecord | ForgedRecord):
+            # on_late / on_future="dead_letter" chose already; neither lateness, a skewed clock
+            # nor a forged internal record (anyone's to write) ever stops a job
+            return True
         if self.policy == "stop":
             raise Fatal(
                 f"{self.computation}: a record failed at stage {stage!r} ({reason_of(error)}) "

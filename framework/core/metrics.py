@@ -73,6 +73,19 @@ UNDECODABLE = Counter(
     "Internal records (watermark marks, timer entries) that could not be decoded and were skipped.",
     ["topic"],
 )
+FUTURE_RECORDS = Counter(
+    "logwheel_future_records",
+    "Source records stamped further ahead of wall time than the source's max_future_ms: they "
+    "move its watermark no further than wall time (processed, or dead-lettered under "
+    'on_future="dead_letter").',
+    ["computation", "stream"],
+)
+DROPPED_HEADERS = Counter(
+    "logwheel_dropped_headers",
+    "Headers in the logwheel. namespace (other than logwheel.id) on records read from outside "
+    "sources, dropped before anything reads them: only logwheel writes them.",
+    ["stream"],
+)
 HELD_PARTITIONS = Gauge(
     "logwheel_held_partitions",
     "Input partitions held at a record that needs a service that does not answer (the Schema "
@@ -114,9 +127,14 @@ WATERMARK_LAG = Gauge(
 )
 
 
-def serve(port: int) -> int:
-    """Serve the metrics on `port` (0: a free one) on every interface; returns the port."""
-    server, _ = start_http_server(port)
+DEFAULT_ADDR = "127.0.0.1"
+"""Metrics are served on loopback unless an address is chosen (`--metrics-addr`): they name
+topics, computations and lags, which are nobody else's business; the image sets 0.0.0.0."""
+
+
+def serve(port: int, addr: str = DEFAULT_ADDR) -> int:
+    """Serve the metrics on `addr`:`port` (port 0: a free one); returns the port."""
+    server, _ = start_http_server(port, addr=addr)
     actual = server.server_port
-    log.info("metrics on http://0.0.0.0:%d/metrics", actual)
+    log.info("metrics on http://%s:%d/metrics", addr, actual)
     return actual

@@ -24,9 +24,12 @@ from framework.core.streams import (
     Source,
     WatermarkPolicy,
     check_format,
+    check_name,
+    check_outside,
     check_schema,
     check_stream,
     check_subject_strategy,
+    check_topic_length,
     key_by,
 )
 from framework.core.windows import Aggregate, Hopping, Session, Window
@@ -143,10 +146,8 @@ class Pipeline:
     TopicRecordNameStrategy. None: `[registry] subject_name_strategy`, else "topic"."""
 
     def __post_init__(self) -> None:
-        if not NAME.match(self.name):
-            raise PipelineError(
-                f"pipeline name {self.name!r} must match [a-z][a-z0-9-]*, e.g. 'zeitgeist'"
-            )
+        check_name("pipeline", self.name)
+        check_topic_length(f"{self.name}.c.changelog", f"pipeline {self.name[:40]!r}...'s")
         if self.partitions < 1:
             raise PipelineError(f"pipeline {self.name!r}: partitions must be >= 1")
         check_subject_strategy(f"pipeline {self.name!r}", self.subject_strategy)
@@ -161,13 +162,30 @@ class Pipeline:
         """Declare a stream written from outside the pipeline. `format="confluent"` reads it
         in the Confluent wire format (resolved to `schema`, or as written without one)."""
         check_stream(stream)
+        check_outside(stream, self.internal_prefixes())
         if stream in self.sources:
             raise PipelineError(f"source {stream!r} is declared twice")
         if schema is not None:
             check_schema(schema)
         check_format(f"source {stream!r}", format)
+        if isinstance(watermark, InjectorWatermark):
+            self._claim_prefix(f"injector {watermark.injector!r}", watermark.injector)
         self.sources[stream] = Source(stream, schema, watermark, format)
         return self
+
+    def internal_prefixes(self) -> dict[str, str]:
+        """Each computation's and injector's internal topic prefix, `<pipeline>.<name>.`."""
+        owners = {f"computation {c!r}": c for c in self.computations}
+        for s in self.sources.values():
+            if isinstance(s.watermark, InjectorWatermark):
+                owners[f"injector {s.watermark.injector!r}"] = s.watermark.injector
+        return {owner: f"{self.name}.{name}." for owner, name in owners.items()}
+
+    def _claim_prefix(self, owner: str, name: str) -> None:
+        """Refuse `owner`'s prefix if a stream already declared lies inside it."""
+        check_topic_length(f"{self.name}.{name}.watermarks", owner)
+        for stream in self.streams():
+            check_outside(stream, {owner: f"{self.name}.{name}."})
 
     def computation(
         self,
@@ -194,8 +212,7 @@ class Pipeline:
         says how outputs with a schema are written (stream -> "confluent" or "avro").
         `low_watermark=Percentile(f)` fires timers on the time that upstream partitions holding
         a fraction f of the recent input have passed (default: the strict minimum)."""
-        if not NAME.match(name):
-            raise PipelineError(f"computation name {name!r} must match [a-z][a-z0-9-]*")
+        check_name("computation", name)
         if name in self.computations:
             raise PipelineError(f"computation {name!r} is declared twice")
         if guarantee not in GUARANTEES:
@@ -212,11 +229,17 @@ class Pipeline:
         tables = dict(tables or {})
         for stream in [*inputs, *outputs, *tables.values()]:
             check_stream(stream)
+        prefixes = {**self.internal_prefixes(), f"computation {name!r}": f"{self.name}.{name}."}
+        for stream in [*inputs, *outputs]:
+            check_outside(stream, prefixes)
+        self._claim_prefix(f"computation {name!r}", name)
+        for topic in [
+            f"{self.name}.{name}.changelog",
+            *(f"{self.name}.{name}.{s}.by-key" for s in inputs),
+        ]:
+            check_topic_length(topic, f"computation {name!r}'s")
         for table in tables:
-            if not NAME.match(table):
-                raise PipelineError(
-                    f"computation {name!r}: table name {table!r} must match [a-z][a-z0-9-]*"
-                )
+            check_name(f"computation {name!r}: table", table)
         for schema in [*outputs.values(), state_schema]:
             if schema is not None:
                 check_schema(schema)

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from framework.core.api import Record
 from framework.errors import ConfigurationError
 
-NAME = re.compile(r"^[a-z][a-z0-9-]*$")
-STREAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+NAME = re.compile(r"[a-z][a-z0-9-]*")
+STREAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""Names are checked with `fullmatch` (a `$` anchor with `match` lets "zz\\n" through)."""
+TOPIC_MAX = 249
+"""Kafka's limit on the length of a topic name; every topic a declaration implies must fit."""
 GUARANTEES = ("exactly_once", "at_least_once")
 ERROR_POLICIES = ("dead_letter", "skip", "stop")
 LATE_POLICIES = ("drop", "dead_letter")
@@ -27,6 +30,10 @@ SUBJECT_STRATEGIES = ("topic", "record", "topic_record")
 RecordNameStrategy), or `<topic>-<record full name>` ("topic_record",
 TopicRecordNameStrategy). Readers resolve schemas by id, whatever the strategy."""
 DEFAULT_PARTITIONS = 4
+DEFAULT_MAX_FUTURE_MS = 300_000
+"""How far ahead of wall time a source's records may move its watermark (and a mark or a
+watermark promise may claim): five minutes of clock skew."""
+FUTURE_POLICIES = ("count", "dead_letter")
 
 
 class PipelineError(ConfigurationError):
@@ -60,11 +67,18 @@ class BoundedOutOfOrderness:
     `live=True` is for producers that stamp records with the current time: a partition silent
     for `idle_ms` then has the watermark wall time less `ms`, so the last windows close without
     new records. Without it a silent partition holds its watermark, so a replay of old data
-    that pauses never turns its records late."""
+    that pauses never turns its records late.
+
+    A record stamped more than `max_future_ms` ahead of wall time (a producer with a wrong
+    clock, or a hostile one) moves the watermark no further than a record stamped now would,
+    and is counted in `logwheel_future_records_total`; it is processed as usual, or with
+    `on_future="dead_letter"` sent to the dead-letter topic (stage "future") instead."""
 
     ms: int
     idle_ms: int = 5_000
     live: bool = False
+    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
+    on_future: str = "count"
 
     def __post_init__(self) -> None:
         if self.ms < 0 or self.idle_ms <= 0:
@@ -72,6 +86,7 @@ class BoundedOutOfOrderness:
                 "BoundedOutOfOrderness needs ms >= 0 and idle_ms > 0, e.g. "
                 "BoundedOutOfOrderness(ms=2000, idle_ms=5000)"
             )
+        check_future("BoundedOutOfOrderness", self.max_future_ms, self.on_future)
 
 
 @dataclass(frozen=True)
@@ -81,12 +96,27 @@ class InjectorWatermark:
 
     injector: str
     processes: int = 1
+    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
+    """A promise further ahead of wall time is published as wall time plus this."""
 
     def __post_init__(self) -> None:
-        if not NAME.match(self.injector) or self.processes < 1:
+        if not NAME.fullmatch(self.injector) or self.processes < 1:
             raise PipelineError(
                 "InjectorWatermark needs a name like 'query-generator' and processes >= 1"
             )
+        check_future("InjectorWatermark", self.max_future_ms, "count")
+
+
+def check_future(where: str, max_future_ms: object, on_future: object) -> None:
+    """The skew allowance of a watermark policy: a non-negative int of ms, and what to do with
+    a record beyond it."""
+    if type(max_future_ms) is not int or max_future_ms < 0:
+        raise PipelineError(
+            f"{where}: max_future_ms={max_future_ms!r}; use a whole number of ms >= 0, e.g. "
+            f"max_future_ms={DEFAULT_MAX_FUTURE_MS} (five minutes)"
+        )
+    if on_future not in FUTURE_POLICIES:
+        raise PipelineError(f"{where}: on_future={on_future!r}; use one of {FUTURE_POLICIES}")
 
 
 WatermarkPolicy = BoundedOutOfOrderness | InjectorWatermark
@@ -144,8 +174,40 @@ class Input:
 
 
 def check_stream(stream: str) -> None:
-    if not STREAM.match(stream):
-        raise PipelineError(f"stream name {stream!r} is not a valid Kafka topic name")
+    if not isinstance(stream, str) or not STREAM.fullmatch(stream):
+        raise PipelineError(
+            f"stream name {stream!r} is not a valid Kafka topic name: it must match "
+            "[A-Za-z0-9][A-Za-z0-9._-]* (letters, digits, '.', '_', '-')"
+        )
+    check_topic_length(stream, "stream")
+
+
+def check_name(what: str, name: str) -> None:
+    """A pipeline, computation, table or injector name: [a-z][a-z0-9-]*, the whole of it."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise PipelineError(f"{what} name {name!r} must match [a-z][a-z0-9-]*, e.g. 'zeitgeist'")
+
+
+def check_topic_length(topic: str, what: str) -> None:
+    """Kafka refuses a topic name longer than 249 characters: refuse it at declaration."""
+    if len(topic) > TOPIC_MAX:
+        raise PipelineError(
+            f"{what} topic {topic[:40]}... is {len(topic)} characters, over Kafka's "
+            f"{TOPIC_MAX}-character limit on topic names: use shorter names"
+        )
+
+
+def check_outside(stream: str, prefixes: Mapping[str, str]) -> None:
+    """A stream may not be named inside a computation's or injector's internal prefix
+    (`<pipeline>.<owner>.`): that owner's ACLs grant the whole prefix, and a stream there
+    would let a writer of the stream forge its changelog, timers or marks."""
+    for owner, prefix in prefixes.items():
+        if stream.startswith(prefix):
+            raise PipelineError(
+                f"stream {stream!r} is inside {owner}'s internal prefix {prefix!r}: "
+                "streams may not be named like another computation's internal topics; "
+                "rename the stream"
+            )
 
 
 def check_format(where: str, fmt: str | None) -> None:

@@ -155,6 +155,11 @@ def encode_timer(key: str, tag: str, timer: Timer | None) -> bytes | None:
     return _encode_timer({"key": key, "tag": tag, "time": timer.time, "domain": timer.domain})
 
 
+def decode_timer_entry(raw: bytes) -> dict:
+    """A timer journal value as its record: key, tag, time, domain."""
+    return _decode_timer_entry(raw)
+
+
 def decode_timer(raw: bytes) -> Timer:
     entry = _decode_timer_entry(raw)
     return Timer(entry["time"], entry["tag"], entry["domain"])

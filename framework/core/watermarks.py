@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from framework.core.api import MIN_TIME
@@ -52,12 +52,25 @@ class Mark:
         input_watermark: int = MIN_TIME,
         read: int = 0,
         percentile_late: int = 0,
+        partitions: Mapping[str, int] | None = None,
     ) -> Mark:
         """The mark a producer publishes: with the last offset it wrote to each partition of
-        its outputs (`written` holds every topic the process wrote)."""
+        its outputs (`written` holds every topic the process wrote), and -1 for each other
+        partition of them (`partitions`: topic -> count): readers refuse a mark that does not
+        name their partition (framework/core/forgery.py)."""
         outputs = set(outputs)
         offsets = {tp: o for tp, o in written.items() if tp[0] in outputs}
-        return cls(producer, watermark, idle, offsets, input_watermark, read, percentile_late)
+        named = naming_all(offsets, outputs, partitions or {})
+        return cls(producer, watermark, idle, named, input_watermark, read, percentile_late)
+
+
+def naming_all(offsets: Offsets, outputs: Iterable[str], partitions: Mapping[str, int]) -> Offsets:
+    """`offsets` with -1 (nothing written) for each partition of `outputs` it does not name."""
+    named = dict(offsets)
+    for topic in outputs:
+        for p in range(partitions.get(topic, 0)):
+            named.setdefault((topic, p), -1)
+    return named
 
 
 def encode_mark(mark: Mark) -> bytes:
@@ -135,7 +148,7 @@ class Unwatermarked(PartitionWatermark):
 class BoundedLateness(PartitionWatermark):
     """`BoundedOutOfOrderness` on one partition of a stream written from outside; once the
     partition is silent for `idle_ms`, it stops counting (idle), or, `live`, follows wall time
-    less the bound."""
+    less the bound. A timestamp beyond wall time plus `max_future_ms` counts as wall time."""
 
     def __init__(
         self,
@@ -146,12 +159,20 @@ class BoundedLateness(PartitionWatermark):
         self._bound = policy.ms
         self._idle_s = policy.idle_ms / 1000
         self._live = policy.live
+        self._max_future = policy.max_future_ms
         self._clock = clock
         self._wall = wall
         self._max_ts: int | None = None
         self._last_seen: float | None = None  # silence counts from when reading starts
 
+    def future_limit(self) -> int:
+        """The largest timestamp that may move the watermark now; above it, a record is in
+        the future (a skewed or hostile producer's clock)."""
+        return self._wall() + self._max_future
+
     def observe(self, timestamp: int) -> None:
+        if timestamp > self._max_future + (wall := self._wall()):
+            timestamp = wall
         if self._max_ts is None or timestamp > self._max_ts:
             self._max_ts = timestamp
         self._last_seen = self._clock()

@@ -31,6 +31,7 @@ from pathlib import Path
 from rich.console import Console
 
 from framework.errors import ConfigurationError
+from framework.files import private_dir
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:2.8"
@@ -111,7 +112,8 @@ def fetch(part: Part, into: Path, properties: dict[str, str]) -> Path:
         raise ConfigurationError(
             f"{part.needed_by} needs Java 17+: install it (apt-get install openjdk-17-jre-headless)"
         )
-    into.parent.mkdir(parents=True, exist_ok=True)
+    if not into.parent.exists():  # a cache of ours: private; a directory given is left as is
+        private_dir(into.parent)
     with open(into.parent / ".lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if any(into.glob(part.marker)):  # another process fetched them meanwhile

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from framework.errors import ConfigurationError
+from framework.files import private_dir
 
 MIN_JAVA = 17
 N = TypeVar("N", int, float)
@@ -187,8 +188,8 @@ class HomeLock:
     @contextlib.contextmanager
     def __call__(self) -> Iterator[None]:
         if self._depth == 0:
-            self.home.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.home / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            private_dir(self.home)  # Kafka's data, SCRAM keys, schemas: the owner's alone
+            self._fd = os.open(self.home / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
         self._depth += 1
         try:

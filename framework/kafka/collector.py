@@ -32,6 +32,19 @@ ERROR_HEADERS = (
     "logwheel.source.offset",
 )
 TRUNCATED_HEADER = "logwheel.error.truncated"
+RESERVED_PREFIX = "logwheel."
+"""Headers only logwheel writes; on a record from outside, all but `logwheel.id` are dropped."""
+
+
+def foreign(headers: list[tuple[str, bytes]] | None) -> list[tuple[str, bytes]]:
+    """A record's headers without those in logwheel's namespace but its id: what a dead letter
+    keeps of them, after its own, so none of its own can be shadowed or forged."""
+    return [
+        (name, value)
+        for name, value in headers or ()
+        if name == ID_HEADER or not name.startswith(RESERVED_PREFIX)
+    ]
+
 
 Outgoing = tuple[str, bytes | None, bytes | None, int, int, list[tuple[str, bytes]] | None]
 """(topic, key, value, partition or -1, timestamp or 0, headers): one record to produce."""
@@ -132,17 +145,18 @@ class Collector:
         stage: str,
         fallback: tuple[bytes | None, bytes | None, int] = (None, None, 0),
     ) -> None:
-        """Send the original bytes to the dead-letter topic with the reason in headers; a value
-        too large for the dead-letter topic is cut to fit, its size in a header."""
+        """Send the original bytes to the dead-letter topic with the reason in headers (first,
+        and none of the record's own in logwheel's namespace but its id); a value too large
+        for the dead-letter topic is cut to fit, its size in a header."""
         if msg is not None:
             key, value, timestamp = msg.key(), msg.value(), msg.timestamp()[1]
             source = (msg.topic(), str(msg.partition()), str(msg.offset()))
-            headers = list(msg.headers() or [])
+            kept = foreign(msg.headers())
         else:
             key, value, timestamp = fallback
             source = ("", "", "")
-            headers = []
-        headers += zip(ERROR_HEADERS, (reason_of(error), stage, *source), strict=True)
+            kept = []
+        headers = [*zip(ERROR_HEADERS, (reason_of(error), stage, *source), strict=True), *kept]
         room = self.limits.room(dlq, key, headers)
         if value is not None and len(value) > room:
             headers.append((TRUNCATED_HEADER, str(len(value)).encode()))

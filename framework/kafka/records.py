@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from framework.core.api import Record, make_record
+from framework.core.metrics import DROPPED_HEADERS
 from framework.errors import BadRecord, Retry
-from framework.kafka.collector import ID_HEADER
+from framework.kafka.collector import ID_HEADER, RESERVED_PREFIX
 
 Headers = Iterable[tuple[str, bytes | bytearray | None]] | None
 
@@ -25,7 +26,7 @@ def decode_record(
 ) -> Record:
     """The record of `stream` a Kafka record carries: its key (UTF-8, "" when absent), its
         value decoded, its id (the `logwheel.id` header, else `id_prefix` + offset, the prefix being
-    "topic/partition/");
+    "topic/partition/"; other headers in logwheel's namespace are dropped, counted);
         BadRecord at stage "decode" when any of them cannot be read (a `Retry`, such as a
     schema registry that does not answer, passes through: the record is not bad)."""
     try:
@@ -35,6 +36,8 @@ def decode_record(
             for name, header in headers:
                 if name == ID_HEADER:
                     rid = header.decode()
+                elif name.startswith(RESERVED_PREFIX):  # only logwheel writes these: dropped
+                    DROPPED_HEADERS.labels(stream).inc()
         key_text = key.decode() if key else ""
         rid = rid or f"{id_prefix}{offset}"
         return make_record(key_text, decoded, timestamp, stream, rid)

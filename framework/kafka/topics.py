@@ -14,11 +14,13 @@ have any number of partitions; the plan only says what to create them with.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError
+from framework.core.watermarks import partition_watermark
+from framework.errors import Retry
 
 HOUR_MS = 3_600_000
 
@@ -98,6 +100,28 @@ def pipeline_topics(pipeline: Pipeline) -> list[TopicSpec]:
     return list(plan.values())
 
 
+def part_topics(pipeline: Pipeline, part: str) -> list[TopicSpec]:
+    """The topics of the plan that one computation or injector `part` uses: its own, the
+    streams it reads and writes, the watermark channels it follows. `run` and `reset` of one
+    computation create only these, so a principal with that part's ACLs alone can do it."""
+    channel = f"{pipeline.name}.{part}.watermarks"
+    if part in pipeline.computations:
+        spec = pipeline[part]
+        names = {*(i.stream for i in spec.inputs), *spec.outputs}
+        for i in spec.inputs:
+            names |= set(partition_watermark(pipeline, i.stream, i.stream, 0)[1])
+        prefix = f"{spec.group}."
+    else:
+        names = {
+            s.stream
+            for s in pipeline.sources.values()
+            if isinstance(s.watermark, InjectorWatermark) and s.watermark.injector == part
+        }
+        names.add(channel)
+        prefix = channel
+    return [s for s in pipeline_topics(pipeline) if s.name in names or s.name.startswith(prefix)]
+
+
 def _stream_topic(pipeline: Pipeline, stream: str) -> TopicSpec:
     direct = {
         c.name: c.partitions
@@ -156,8 +180,10 @@ def create_topics(
     *,
     client_config: Mapping[str, Any] | None = None,
     timeout: float = 30.0,
+    part: str | None = None,
 ) -> list[str]:
-    """Create the topics of `pipeline` that do not exist yet; return the names created.
+    """Create the topics of `pipeline` (with `part`, of that computation or injector alone:
+    `part_topics`) that do not exist yet; return the names created.
 
     Idempotent: existing topics are kept as they are, provided they can serve (see
     `check_existing`); otherwise PipelineError names the fix and nothing is created. Returns
@@ -167,11 +193,33 @@ def create_topics(
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({**dict(client_config or {}), "bootstrap.servers": bootstrap})
-    return ensure_topics(admin, pipeline_topics(pipeline), timeout)
+    if part is None:
+        return ensure_topics(admin, pipeline_topics(pipeline), timeout)
+    plan = part_topics(pipeline, part)
+    own = f"{pipeline.name}.{part}."
+    others = {s.name for s in plan if s.kind == "watermarks" and not s.name.startswith(own)}
+    return ensure_topics(admin, plan, timeout, others=others)
 
 
-def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> list[str]:
-    """`create_topics` for the topics in `plan`, with an admin client of the caller's."""
+def create_part_topics(
+    bootstrap: str, pipeline: Pipeline, part: str, client_config: Mapping[str, Any] | None
+) -> list[str]:
+    """What `run` of one computation and an injector create: the whole plan where the
+    principal may (one principal for the job, or none: every topic exists before any part
+    needs it, as before), else its own part's alone (a least-privilege principal, refused
+    another part's topics, whose own principal creates them)."""
+    try:
+        return create_topics(bootstrap, pipeline, client_config=client_config)
+    except PipelineError:
+        return create_topics(bootstrap, pipeline, client_config=client_config, part=part)
+
+
+def ensure_topics(
+    admin: Any, plan: list[TopicSpec], timeout: float = 30.0, others: Collection[str] = ()
+) -> list[str]:
+    """`create_topics` for the topics in `plan`, with an admin client of the caller's.
+    `others` are another part's topics (an upstream watermark channel): where this principal
+    may not create one, its owner will, and this waits for it (Retry after `timeout`)."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
@@ -188,6 +236,7 @@ def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> l
 
     missing = [s for s in plan if s.name not in existing]
     created: list[str] = []
+    awaited: list[str] = []
     if missing:
         new = [NewTopic(s.name, s.partitions, -1, config=dict(s.config)) for s in missing]
         futures = admin.create_topics(new, request_timeout=timeout, operation_timeout=timeout)
@@ -197,15 +246,22 @@ def ensure_topics(admin: Any, plan: list[TopicSpec], timeout: float = 30.0) -> l
                 created.append(name)
             except KafkaException as exc:
                 error = exc.args[0]
-                if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED and name in others:
+                    awaited.append(name)
+                elif error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
                     raise PipelineError(
                         f"cannot create topic {name!r}: not authorized to see or create it: "
                         "grant this client's principal the pipeline's ACLs (`logwheel acls "
                         "MODULE:ATTR --principal ...`), or create it as an administrator"
                     ) from None
-                if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:  # a concurrent creator won
+                elif error.code() != KafkaError.TOPIC_ALREADY_EXISTS:  # a concurrent creator won
                     raise PipelineError(f"cannot create topic {name!r}: {error.str()}") from None
-    _wait_for_leaders(admin, {s.name: s for s in plan}, timeout)
+    try:
+        _wait_for_leaders(admin, {s.name: s for s in plan}, timeout)
+    except TimeoutError as error:
+        if not awaited:
+            raise
+        raise Retry(f"{error}: waiting for {awaited}, which their writers create") from None
     return created
 
 

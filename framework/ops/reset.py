@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -30,6 +31,7 @@ from framework.kafka.config import client_config, consumer_config, producer_conf
 from framework.kafka.groups import refuse_live_members
 from framework.kafka.reading import offset_at, parse_point
 from framework.kafka.topics import create_topics
+from framework.streaming.startup import lock_state_dir
 
 
 def reset(
@@ -46,6 +48,23 @@ def reset(
     """Carry out (or with `dry_run` only describe) the reset; returns what it does, a line each."""
     spec = pipeline[computation]
     point = parse_point(to)
+    local = Path(state_dir) / pipeline.name / spec.name
+    # Hold the state dir as `logwheel run` does: no local run may use it while it is wiped.
+    wiping = wipe_state and not dry_run and local.is_dir()
+    with lock_state_dir(local) if wiping else nullcontext():
+        return _reset(pipeline, spec, point, bootstrap, local, wipe_state, dry_run, kafka)
+
+
+def _reset(
+    pipeline: Pipeline,
+    spec: ComputationSpec,
+    point: str | int,
+    bootstrap: str,
+    local: Path,
+    wipe_state: bool,
+    dry_run: bool,
+    kafka: dict | None,
+) -> list[str]:
     admin = AdminClient(client_config(bootstrap, kafka))
     refuse_live_members(admin, spec)
     consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
@@ -54,7 +73,7 @@ def reset(
         plan = [f"{tp.topic}[{tp.partition}] -> offset {tp.offset}" for tp in offsets]
         if wipe_state:
             plan += [f"empty {t}" for t in (spec.changelog, spec.timers, spec.watermarks)]
-            plan.append(f"remove local state {Path(state_dir) / pipeline.name / spec.name}")
+            plan.append(f"remove local state {local}")
         else:
             plan.append(f"forget {spec.name}'s event time: its marks on {spec.watermarks}")
         if dry_run:
@@ -63,8 +82,8 @@ def reset(
     finally:
         consumer.close()
     if wipe_state:
-        _recreate(admin, pipeline, [spec.changelog, spec.timers, spec.watermarks], bootstrap, kafka)
-        shutil.rmtree(Path(state_dir) / pipeline.name / spec.name, ignore_errors=True)
+        _recreate(admin, pipeline, spec, bootstrap, kafka)
+        _remove_local_state(local)
     else:
         _forget_marks(pipeline, spec, bootstrap, kafka)
     return plan
@@ -106,9 +125,35 @@ def _plan(consumer: Consumer, spec: ComputationSpec, point: str | int) -> list[T
     return offsets
 
 
+def _remove_local_state(local: Path) -> None:
+    """The state dir: its contents, then (still holding it) its lock file and itself. An error
+    is raised, never swallowed: a half-removed store must not be reported as reset."""
+    if not local.is_dir():
+        return
+    lock = local / "lock"
+    for entry in [*(e for e in local.iterdir() if e != lock), lock, local]:
+        try:
+            if entry == local:
+                local.rmdir()
+            elif entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink(missing_ok=True)
+        except OSError as error:
+            raise PipelineError(
+                f"cannot remove local state {entry}: {error}; remove {local} by hand "
+                "before the next `logwheel run` on it"
+            ) from None
+
+
 def _recreate(
-    admin: AdminClient, pipeline: Pipeline, topics: list[str], bootstrap: str, kafka: dict | None
+    admin: AdminClient,
+    pipeline: Pipeline,
+    spec: ComputationSpec,
+    bootstrap: str,
+    kafka: dict | None,
 ) -> None:
+    topics = [spec.changelog, spec.timers, spec.watermarks]
     existing = set(admin.list_topics(timeout=30).topics)
     doomed = [t for t in topics if t in existing]
     for future in admin.delete_topics(doomed, operation_timeout=30).values():
@@ -118,4 +163,4 @@ def _recreate(
         if time.monotonic() > deadline:
             raise PipelineError(f"topics {doomed} were not deleted within 60 s")
         time.sleep(0.2)
-    create_topics(bootstrap, pipeline, client_config=kafka)
+    create_topics(bootstrap, pipeline, client_config=kafka, part=spec.name)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from framework.files import PRIVATE_UMASK, private_dir
 from framework.jvm.jars import registry_jar
 from framework.jvm.process import (
     HomeLock,
@@ -151,7 +152,7 @@ class Registry:
 
     def _spawn(self, java: str, jar: Path, port: int) -> int:
         """Start the JVM detached from this process (own session, output to its log)."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
         if self.log_file.exists() and self.log_file.stat().st_size > LOG_ROTATE_BYTES:
             self.log_file.replace(self.log_file.with_suffix(".log.1"))
         extra = os.environ.get("LOGWHEEL_REGISTRY_JVM_OPTS", "").split()
@@ -164,6 +165,7 @@ class Registry:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                umask=PRIVATE_UMASK,
             )
         self.pid_file.write_text(f"{process.pid}\n")
         return process.pid

@@ -8,20 +8,24 @@ so that when it takes one over its restore reads only the tail.
 
 A store whose checkpoint the journals contradict — written for topics since deleted and
 created again (`reset --wipe-state`), or beyond their end — is a corrupted task: it is wiped
-and restored from the start instead of silently bringing old state back.
+and restored from the start instead of silently bringing old state back. A timer entry no
+task could have written (framework/core/forgery.py) is refused, never restored.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
+from framework.core.dead_letters import undecodable
+from framework.core.forgery import checked_timer
 from framework.core.metrics import RESTORE_SECONDS, RESTORED_RECORDS
 from framework.core.pipeline import ComputationSpec
-from framework.errors import TaskCorrupted
+from framework.errors import ForgedRecord, TaskCorrupted
 from framework.kafka.reading import Ends, watermark_offsets
 from framework.state.store import TaskStore
 
@@ -40,8 +44,15 @@ class _Progress:
 class Restorer:
     """Restores the stores of any number of a process's tasks at once with one consumer."""
 
-    def __init__(self, consumer: Consumer, spec: ComputationSpec, topic_ids: dict[str, str]):
+    def __init__(
+        self,
+        consumer: Consumer,
+        spec: ComputationSpec,
+        topic_ids: dict[str, str],
+        refuse: Callable[[Message, ForgedRecord], None] | None = None,
+    ):
         self.consumer = consumer
+        self.refuse = refuse  # where a forged timer entry met restoring a task goes
         self.spec = spec
         self.topic_ids = topic_ids
         self.journals = {spec.changelog: "changelog", spec.timers: "timers"}
@@ -110,10 +121,11 @@ class Restorer:
             if p not in self._tasks:
                 continue
             states, timers, offsets = changes.setdefault(p, ([], [], {}))
-            (states if msg.topic() == self.spec.changelog else timers).append(
-                (msg.key(), msg.value())
-            )
             offsets[self.journals[msg.topic()]] = msg.offset() + 1
+            if msg.topic() == self.spec.changelog:
+                states.append((msg.key(), msg.value()))
+            elif self._genuine(msg, self._tasks[p].standby):
+                timers.append((msg.key(), msg.value()))
         for p, (states, timers, offsets) in changes.items():
             task = self._tasks[p]
             task.store.apply(states, timers, offsets)
@@ -138,6 +150,21 @@ class Restorer:
                     task.applied / max(seconds, 1e-3),
                 )
         return [(p, t.store) for p, t in done]
+
+    def _genuine(self, msg: Message, standby: bool) -> bool:
+        """Whether a timer journal record may be applied; a forged one (framework/core/
+        forgery.py) is refused: dead-lettered restoring an owned task, counted (as an
+        undecodable internal record) following a standby."""
+        if msg.value() is None:
+            return True
+        try:
+            checked_timer(msg.key(), msg.value())
+        except ForgedRecord as forged:
+            undecodable(msg.topic(), forged)
+            if self.refuse is not None and not standby:
+                self.refuse(msg, forged)
+            return False
+        return True
 
     def _report(self) -> None:
         if self._tasks and time.monotonic() - self._reported > 5:

@@ -11,10 +11,12 @@ from typing import Any
 
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
+from framework.files import private_dir
+
 
 def open_raw(path: Path) -> Rdict:
     """The RocksDB at `path` (created if missing), keys and values as bytes."""
-    path.mkdir(parents=True, exist_ok=True)
+    private_dir(path)
     return Rdict(str(path), options=Options(raw_mode=True))
 
 

@@ -27,7 +27,7 @@ from framework.kafka.collector import ID_HEADER, Collector
 from framework.kafka.config import producer_config
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.serdes import stream_encoder
-from framework.kafka.topics import create_topics
+from framework.kafka.topics import create_part_topics
 
 
 class Injector:
@@ -58,9 +58,14 @@ class Injector:
             for s in pipeline.sources.values()
             if isinstance(s.watermark, InjectorWatermark) and s.watermark.injector == name
         }
+        self._max_future = min(
+            s.watermark.max_future_ms
+            for s in pipeline.sources.values()
+            if isinstance(s.watermark, InjectorWatermark) and s.watermark.injector == name
+        )
         if not 0 <= process < min(processes):
             raise PipelineError(f"injector {name!r}: process must be in 0..{min(processes) - 1}")
-        create_topics(bootstrap, pipeline, client_config=kafka)
+        create_part_topics(bootstrap, pipeline, name, kafka)
         self.channel = f"{pipeline.name}.{name}.watermarks"
         self.producer_id = injector_producer(name, process)
         txn_id = f"{pipeline.name}.{name}.injector-{process}"
@@ -82,6 +87,7 @@ class Injector:
         partitions it wrote, the reader would apply its watermark at once to another
         partition whose older records it has yet to read, and they would all be late."""
         topics = self._producer.list_topics(timeout=60).topics
+        self._partitions = {t: len(topics[t].partitions) for t in self.streams}
         self._collector.claim_ends([(t, p) for t in self.streams for p in topics[t].partitions])
 
     def send(
@@ -108,12 +114,22 @@ class Injector:
         )
 
     def advance(self, watermark: int, *, idle: bool = False) -> None:
-        """Commit what was sent and promise that nothing later is older than `watermark`."""
+        """Commit what was sent and promise that nothing later is older than `watermark`; a
+        promise beyond wall time plus `max_future_ms` (a file stamped in the future) promises
+        only that much."""
+        watermark = min(watermark, now_ms() + self._max_future)
         self.watermark = max(self.watermark, watermark)
         try:
             self._collector.flush()
             written = self._collector.written
-            mark = Mark.of(self.producer_id, self.watermark, idle, written, self.streams)
+            mark = Mark.of(
+                self.producer_id,
+                self.watermark,
+                idle,
+                written,
+                self.streams,
+                partitions=self._partitions,
+            )
             self._collector.send(
                 self.channel, self.producer_id.encode(), encode_mark(mark), partition=0
             )
@@ -135,7 +151,11 @@ class Injector:
 
 class FileInjector:
     """MillWheel's Figure 10: ingest files of JSON lines from a directory; the low watermark is
-    the oldest creation (modification) time among the files not yet finished."""
+    the oldest creation (modification) time among the files not yet finished.
+
+    Only regular files directly in `directory` are read: a symlink is skipped (it could point
+    the injector at any file its user may read), and a record's id is `<file name>:<line>`,
+    relative to the directory, so ids say nothing of the machine's paths."""
 
     def __init__(
         self,
@@ -149,7 +169,11 @@ class FileInjector:
 
     def pending(self) -> list[Path]:
         return sorted(
-            (p for p in self.directory.glob("*") if p.is_file() and p.name not in self.done),
+            (
+                p
+                for p in self.directory.glob("*")
+                if p.is_file() and not p.is_symlink() and p.name not in self.done
+            ),
             key=lambda p: p.stat().st_mtime,
         )
 
@@ -160,7 +184,7 @@ class FileInjector:
         for path in self.pending():
             for n, (key, value, timestamp) in enumerate(_lines(path, self.parse)):
                 self.injector.send(
-                    self.stream, value, key=key, timestamp=timestamp, record_id=f"{path}:{n}"
+                    self.stream, value, key=key, timestamp=timestamp, record_id=f"{path.name}:{n}"
                 )
                 sent += 1
             self.done.add(path.name)
@@ -174,7 +198,8 @@ class FileInjector:
 
 
 def _lines(path: Path, parse: Callable[[str], tuple]) -> Iterator[tuple]:
-    with open(path) as f:
+    # O_NOFOLLOW: a file swapped for a symlink after `pending` listed it is refused, not read.
+    with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW)) as f:
         for line in f:
             if line.strip():
                 yield parse(line)

@@ -60,8 +60,9 @@ def kafka_settings(config_file: str | None) -> dict[str, Any]:
 
 def spark_settings(config_file: str | None) -> dict[str, Any]:
     """The `[spark]` table of a TOML config file: Spark settings (`spark.executor.memory`,
-    `spark.kubernetes.container.image`, ...) for `logwheel backfill`, as spark-submit's --conf,
-    with `${VAR}` references expanded as in `[kafka]` (a keystore password stays out of files)."""
+    `spark.kubernetes.container.image`, ...) for `logwheel backfill`, with `${VAR}` references
+    expanded as in `[kafka]` (a keystore password stays out of files); Spark gets them in a
+    0600 properties file, not on a command line (framework/backfill/session.py)."""
     return expand_env(config_table(config_file, "spark"), f"--config {config_file} [spark]")
 
 
@@ -96,6 +97,7 @@ def run_computations(
     config_file: str | None = None,
     standby: int = 0,
     metrics_port: int | None = None,
+    metrics_addr: str = "127.0.0.1",
     instance_id: str | None = None,
     log_format: str | None = None,
     commit_interval_ms: int | None = None,
@@ -106,7 +108,8 @@ def run_computations(
     computation, so they stay distinct) and `log_format` pass on to the children.
 
     With `metrics_port`, each process serves Prometheus metrics: one computation on that port;
-    several on consecutive ports from it, in the order named (0: each a free port, logged)."""
+    several on consecutive ports from it, in the order named (0: each a free port, logged), on
+    `metrics_addr` (loopback unless chosen)."""
     pipeline = load_pipeline(ref)
     names = names or list(pipeline.computations)
     for name in names:
@@ -122,13 +125,14 @@ def run_computations(
         tuning["commit_interval_ms"] = commit_interval_ms
     if len(names) == 1:
         if metrics_port is not None:
-            serve(metrics_port)
+            serve(metrics_port, metrics_addr)
         return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, registry, tuning)
     options = {
         "--commit-interval-ms": commit_interval_ms,
         "--standby": standby or None,
         "--instance-id": instance_id,
         "--log-format": log_format,
+        "--metrics-addr": metrics_addr,
     }
     return _supervise(ref, names, bootstrap, state_dir, config_file, options, metrics_port)
 

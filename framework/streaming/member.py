@@ -11,14 +11,22 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from framework.core.dead_letters import ErrorPolicy
+from framework.core.forgery import pipeline_allowance
 from framework.core.metrics import REBALANCES
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.watermarks import partition_watermark
-from framework.errors import Rejoin, Retry
+from framework.errors import ForgedRecord, Rejoin, Retry
 from framework.kafka.collector import Collector
 from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
@@ -72,8 +80,17 @@ class Member:
         )
         self.committer = Committer(spec, self.collector, self.consumer, instance)
         reader = consumer_config(bootstrap, reader=reader_group(spec.group), extra=kafka)
-        self.channels = WatermarkChannels(dict(reader), admin)
-        self.restorer = Restorer(Consumer(dict(reader)), spec, _topic_ids(admin, spec))
+        checked = [*spec.outputs, *spec.consumed_topics]
+        self.channels = WatermarkChannels(
+            dict(reader),
+            admin,
+            allowance_ms=pipeline_allowance(pipeline),
+            counts={t: partitions[t] for t in checked if t in partitions},
+            refuse=self._refused,
+        )
+        self.restorer = Restorer(
+            Consumer(dict(reader)), spec, _topic_ids(admin, spec), refuse=self._refused
+        )
         self.rt = Runtime(
             pipeline,
             spec,
@@ -110,6 +127,11 @@ class Member:
             on_revoke=self._on_revoke,
             on_lost=self._on_lost,
         )
+
+    def _refused(self, msg: Message, forged: ForgedRecord) -> None:
+        """A forged mark or timer entry: dead-lettered in the next commit."""
+        self.rt.dead_letter(msg, forged, forged.stage)
+        self.dirty = True
 
     def _channels(self) -> list[str]:
         """Every watermark channel this computation's tasks learn from, and its own."""

@@ -20,7 +20,7 @@ from framework.errors import Rejoin, Retry
 from framework.kafka.errors import group_event, reaching_kafka
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.serdes import check_registry
-from framework.kafka.topics import create_topics
+from framework.kafka.topics import create_part_topics
 from framework.streaming.holds import Holds
 from framework.streaming.member import Member
 from framework.streaming.startup import instance_id, lock_state_dir, partition_counts
@@ -102,7 +102,7 @@ class Runner:
             lock.close()
 
     def _start(self) -> dict[str, int]:
-        create_topics(self.bootstrap, self.pipeline, client_config=self.kafka)
+        create_part_topics(self.bootstrap, self.pipeline, self.spec.name, self.kafka)
         return partition_counts(self.bootstrap, self.kafka, self.spec)
 
     def _join(self, partitions: dict[str, int], instance: str) -> Member:

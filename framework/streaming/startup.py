@@ -11,12 +11,13 @@ from typing import IO
 from confluent_kafka.admin import AdminClient
 
 from framework.core.pipeline import ComputationSpec, PipelineError
+from framework.files import private_dir, write_private
 from framework.kafka.config import client_config
 
 
 def lock_state_dir(directory: Path) -> IO:
     """Hold `directory` for this process's life; a second `logwheel run` on it is refused."""
-    directory.mkdir(parents=True, exist_ok=True)
+    private_dir(directory)  # RocksDB stores and the instance id: the owner's alone
     lock = open(directory / "lock", "a+")  # noqa: SIM115 - held for the process's life
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -37,7 +38,7 @@ def instance_id(directory: Path, given: str | None) -> str:
         return given
     path = directory / "instance-id"
     if not path.exists():
-        path.write_text(uuid.uuid4().hex[:12])
+        write_private(path, uuid.uuid4().hex[:12])
     return path.read_text().strip()
 
 

@@ -19,10 +19,12 @@ from confluent_kafka import Message
 
 from framework.core.api import MIN_TIME, Record
 from framework.core.executor import Executor
+from framework.core.metrics import FUTURE_RECORDS
 from framework.core.percentile import RecentRate, Unit, Weighted, percentile_watermark
 from framework.core.pipeline import Input
 from framework.core.timers import encode_timer, timer_key
 from framework.core.watermarks import (
+    BoundedLateness,
     Mark,
     PartitionWatermark,
     Published,
@@ -31,7 +33,7 @@ from framework.core.watermarks import (
     repartition_producer,
     task_producer,
 )
-from framework.errors import BadRecord, Retry
+from framework.errors import BadRecord, FutureRecord, Retry
 from framework.kafka.collector import ID_HEADER
 from framework.kafka.output import Runtime, TaskOutput
 from framework.kafka.records import decode_record
@@ -59,17 +61,37 @@ class InputPartition:
         self.read += 1
         self.watermark.observe(msg.timestamp()[1])
 
-    def consumed_run(self, msgs: list[Message]) -> None:
-        """`consumed` for a run of this partition's records, in offset order."""
+    def consumed_run(self, msgs: list[Message], top: int | None = None) -> None:
+        """`consumed` for a run of this partition's records, in offset order (`top`: their
+        largest timestamp, if known)."""
         self.position = msgs[-1].offset() + 1
         self.read += len(msgs)
         if self._observes:
-            self.watermark.observe(max(m.timestamp()[1] for m in msgs))
+            if top is None:
+                top = max(m.timestamp()[1] for m in msgs)
+            if self._bounded and top > self.watermark.future_limit():
+                for m in msgs:  # rare: each counts, the one from the future as wall time
+                    self.watermark.observe(m.timestamp()[1])
+            else:
+                self.watermark.observe(top)
+
+    def future(self, msgs: list[Message]) -> tuple[set[int], int | None]:
+        """Offsets of the records of a run stamped beyond the source's skew allowance
+        (`BoundedOutOfOrderness.max_future_ms`; none but for such a source), and the run's
+        largest timestamp for `consumed_run` (None where not computed)."""
+        if not self._bounded:
+            return set(), None
+        top = max(m.timestamp()[1] for m in msgs)
+        limit = self.watermark.future_limit()
+        if top <= limit:
+            return set(), top
+        return {m.offset() for m in msgs if m.timestamp()[1] > limit}, top
 
     def __post_init__(self) -> None:
         self._id_prefix = f"{self.topic}/{self.partition}/"
         # Most watermarks ignore what is read (they follow published marks or nothing).
         self._observes = type(self.watermark).observe is not PartitionWatermark.observe
+        self._bounded = isinstance(self.watermark, BoundedLateness)
 
     def record(self, msg: Message) -> Record:
         """The record `msg` carries; BadRecord (stage "decode") if its key, value or id
@@ -101,8 +123,28 @@ class Task:
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         """`handle` each of a run of records of one input partition, in offset order. A
         `Retry` raised here leaves `inp.position` at the first record not handled."""
+        far, _ = inp.future(msgs)
         for msg in msgs:
-            self.handle(msg, inp)
+            if far and msg.offset() in far and self.from_future(msg, inp):
+                inp.consumed(msg)
+            else:
+                self.handle(msg, inp)
+
+    def from_future(self, msg: Message, inp: InputPartition) -> bool:
+        """Count a record stamped beyond its source's skew allowance; True if it is not to be
+        processed: under `on_future="dead_letter"` it is dead-lettered instead (else it is
+        processed as usual, its watermark held to wall time)."""
+        FUTURE_RECORDS.labels(self.rt.spec.name, inp.stream).inc()
+        policy = self.rt.pipeline.sources[inp.stream].watermark
+        if policy.on_future != "dead_letter":
+            return False
+        error = FutureRecord(
+            "future",
+            f"timestamp {msg.timestamp()[1]} is more than max_future_ms={policy.max_future_ms} "
+            "ahead of wall time",
+        )
+        self.rt.dead_letter(msg, error, "future")
+        return True
 
     def tick(self) -> int:
         """Bring the input watermark up to date and fire what is due; returns firings."""
@@ -127,7 +169,17 @@ class Task:
         watermark, idle, observed, read, late = self.mark_state()
         self.published = watermark
         written = self.rt.collector.written
-        return Mark.of(self.producer, watermark, idle, written, self.outputs, observed, read, late)
+        return Mark.of(
+            self.producer,
+            watermark,
+            idle,
+            written,
+            self.outputs,
+            observed,
+            read,
+            late,
+            self.rt.partitions,
+        )
 
     def observed(self) -> int:
         """The input low watermark this task's hooks have seen."""
@@ -257,9 +309,12 @@ class KeyedTask(Task):
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
         output, record, process = self.output, inp.record, self.executor.process
+        far, top = inp.future(msgs)
         done = 0
         try:
             for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
+                if far and msg.offset() in far and self.from_future(msg, inp):
+                    continue
                 output.source = msg
                 try:
                     rec = record(msg)
@@ -275,7 +330,7 @@ class KeyedTask(Task):
             raise
         finally:
             output.source = None
-        inp.consumed_run(msgs)
+        inp.consumed_run(msgs, top)
 
     def tick(self) -> int:
         strict, _ = self.input_watermark()

@@ -17,9 +17,8 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from changelog import ChangelogTable
-from framework.broker.embedded import bootstrap_from
 from framework.serde.codecs import decoder_for, encoder_for
-from jobs.demo import clean_slate, start_job
+from jobs.demo import add_target, clean_slate, demo_bootstrap, start_job
 from jobs.enrich import pipeline
 
 STATE_DIR = Path(".logwheel/enrich-demo-state")
@@ -30,8 +29,8 @@ EXPECTED = {"1": "FR", "2": "SE", "3": "US", "4": None, "5": "DE", "6": None, "7
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bootstrap", help="else LOGWHEEL_BOOTSTRAP, else the embedded broker")
-    bootstrap = bootstrap_from(parser.parse_args(argv).bootstrap)
+    add_target(parser)
+    bootstrap = demo_bootstrap(parser.parse_args(argv), pipeline)
     clean_slate(bootstrap, pipeline, STATE_DIR)
     log = Path(".logwheel/enrich-demo-run.log")
     job = start_job("jobs.enrich:pipeline", bootstrap, STATE_DIR, log)

@@ -19,10 +19,9 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from framework.broker.embedded import bootstrap_from
 from framework.core.clock import now_ms
 from framework.serde.codecs import decoder_for
-from jobs.demo import clean_slate, start_job
+from jobs.demo import add_target, clean_slate, demo_bootstrap, start_job
 from jobs.zeitgeist import pipeline
 from jobs.zeitgeist.generator import planted
 from jobs.zeitgeist.inject import inject
@@ -34,9 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=120, help="event-time span (120)")
     parser.add_argument("--speed", type=float, default=8.0, help="times real time (8)")
-    parser.add_argument("--bootstrap", help="else LOGWHEEL_BOOTSTRAP, else the embedded broker")
+    add_target(parser)
     args = parser.parse_args(argv)
-    bootstrap = bootstrap_from(args.bootstrap)
+    bootstrap = demo_bootstrap(args, pipeline)
 
     print("zeitgeist: clean slate (topics and local state of earlier demos removed)")
     clean_slate(bootstrap, pipeline, STATE_DIR)

@@ -12,6 +12,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from confluent_kafka import KafkaException
@@ -20,7 +21,6 @@ from changelog import ChangelogTable
 from framework.backfill.driver import backfill
 from framework.backfill.plan import PLAN_KEY, Plan, backfill_topic, done_key, read_backfill_topic
 from framework.backfill.session import session
-from framework.backfill.task import FAIL_ENV
 from framework.core.pipeline import PipelineError
 from framework.kafka.collector import ID_HEADER
 from framework.ops.reset import reset
@@ -262,18 +262,34 @@ def test_backfill_then_run_counts_every_word_exactly_once(kafka, tmp_path, spark
 # -- exactly once across retries --------------------------------------------------------------
 
 
-def test_a_failed_spark_task_is_retried_and_its_output_seen_once(kafka, tmp_path, spark):
+def faulty(kafka: str, tmp_path, task: int, after: int, stall: bool = False) -> Wordcount:
+    """Wordcount whose count-words fails on purpose in a backfill while `tmp_path/armed`
+    exists (tests/backfill_faults.py)."""
+    armed = tmp_path / "armed"
+    armed.touch()
+    return Wordcount(kafka, tmp_path, factory="tests.backfill_faults:faulty_wordcount",
+                     extra=(task, after, stall, str(armed)))  # fmt: skip
+
+
+def backfill_command(wc: Wordcount, kafka: str, tmp_path, master: str) -> tuple[list, dict]:
+    """`logwheel backfill` of `wc` as a process of its own (its Spark workers import the job
+    and tests/backfill_faults.py from PYTHONPATH), and its environment."""
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    args = [sys.executable, "-m", "framework.cli", "backfill", f"{wc.unique.module}:pipeline",
+            "--bootstrap", kafka, "--master", master, "--tasks", "2"]  # fmt: skip
+    return args, env
+
+
+def test_a_failed_spark_task_is_retried_and_its_output_seen_once(kafka, tmp_path):
     """Task 0's first attempt fails after part of its output is on the broker (uncommitted);
     Spark retries it: read_committed sees every count once, read_uncommitted the debris."""
-    wc = Wordcount(kafka, tmp_path)
+    wc = faulty(kafka, tmp_path, task=0, after=20)
     wc.send_lines(300)
-    backfill(wc.pipeline, "split-words", bootstrap=kafka, spark=spark)
-    os.environ[FAIL_ENV] = "0:20"
-    try:
-        summary = backfill(wc.pipeline, "count-words", bootstrap=kafka, spark=spark, tasks=2)
-    finally:
-        del os.environ[FAIL_ENV]
-    assert summary.records_in == wc.total()
+    args, env = backfill_command(wc, kafka, tmp_path, "local[2,3]")  # up to 3 attempts a task
+    for computation in ("split-words", "count-words"):
+        done = subprocess.run([*args, "--computation", computation], env=env, cwd=REPO,
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
     counts = wc.read_counts()
     wc.check_exact(counts)
     everything = read_topic(kafka, wc.counts_topic, committed=False, timeout=30, idle=3)
@@ -284,18 +300,15 @@ def test_a_killed_backfill_run_again_finishes_its_plan_once(kafka, tmp_path):
     """`logwheel backfill` is SIGKILLed (with its Spark) while one task has committed and the
     other is stalled mid-transaction; run again, it finishes the same plan, skipping the
     committed task: every count once, and the group's offsets at the end."""
-    wc = Wordcount(kafka, tmp_path)
+    wc = faulty(kafka, tmp_path, task=1, after=10, stall=True)
     wc.send_lines(300)
-    ref = f"{wc.unique.module}:pipeline"
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
-    args = [sys.executable, "-m", "framework.cli", "backfill", ref, "--bootstrap", kafka,
-            "--master", "local[2]", "--tasks", "2"]  # fmt: skip
+    args, env = backfill_command(wc, kafka, tmp_path, "local[2]")
     split = subprocess.run([*args, "--computation", "split-words"], env=env, cwd=REPO,
                            capture_output=True, text=True, timeout=600)  # fmt: skip
     assert split.returncode == 0, split.stderr[-3000:]
     count_args = [*args, "--computation", "count-words"]
     log = open(tmp_path / "killed.log", "wb")  # noqa: SIM115
-    first = subprocess.Popen(count_args, env={**env, FAIL_ENV: "1:10:stall"}, cwd=REPO,
+    first = subprocess.Popen(count_args, env=env, cwd=REPO,
                              stdout=log, stderr=log, start_new_session=True)  # fmt: skip
     spec = wc.pipeline["count-words"]
     topic = backfill_topic(spec)
@@ -320,6 +333,7 @@ def test_a_killed_backfill_run_again_finishes_its_plan_once(kafka, tmp_path):
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(30)
         log.close()
+    (tmp_path / "armed").unlink()  # the run again meets no fault
     rerun = subprocess.run(count_args, env=env, cwd=REPO, capture_output=True, text=True,
                            timeout=600)  # fmt: skip
     assert rerun.returncode == 0, rerun.stderr[-3000:]
@@ -327,3 +341,34 @@ def test_a_killed_backfill_run_again_finishes_its_plan_once(kafka, tmp_path):
     wc.check_exact(wc.read_counts())
     plan = Plan.from_json(read_backfill_topic(kafka, topic)[PLAN_KEY])
     assert plan.status == "done"
+
+
+# -- secrets --------------------------------------------------------------------------------
+
+
+def test_a_secret_in_spark_settings_is_on_no_command_line(kafka, tmp_path):
+    """`logwheel backfill --config` with a keystore password in `[spark]`: while it runs,
+    no process's command line (what `ps` shows every local user) holds the password, though
+    Spark's JVM did start and the backfill did its work."""
+    wc = Wordcount(kafka, tmp_path)
+    wc.send_lines(50)
+    secret = f"s3cret-{os.getpid()}-{random.randrange(10**9)}"
+    config = tmp_path / "backfill.toml"
+    config.write_text('[spark]\n"spark.ssl.keyStorePassword" = "${SPARK_STORE_PASSWORD}"\n')
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}",
+           "SPARK_STORE_PASSWORD": secret}  # fmt: skip
+    args = [sys.executable, "-m", "framework.cli", "backfill", f"{wc.unique.module}:pipeline",
+            "--computation", "split-words", "--bootstrap", kafka, "--master", "local[1]",
+            "--config", str(config)]  # fmt: skip
+    seen: list[str] = []
+    with subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT) as backfilling:  # fmt: skip
+        while backfilling.poll() is None:
+            seen += subprocess.run(["ps", "-eww", "-o", "args="], capture_output=True,
+                                   text=True).stdout.splitlines()  # fmt: skip
+            time.sleep(0.2)
+        output = backfilling.stdout.read().decode(errors="replace")
+    assert backfilling.returncode == 0, output[-3000:]
+    assert any("org.apache.spark.deploy.SparkSubmit" in line for line in seen), "no Spark seen"
+    assert not [line for line in seen if secret in line]
+    assert secret not in output

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,14 +27,24 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
 from framework.broker import host
 from framework.broker.embedded import Broker
 from framework.broker.security import ADMIN_USER, JOB_USER, PASSWORD_VARS
+from framework.core.api import Computation
+from framework.core.pipeline import InjectorWatermark, Pipeline
 from framework.errors import ConfigurationError
 from framework.jvm.jars import kafka_jars
 from framework.kafka.topics import pipeline_topics
+from framework.ops.acls import create_acls, injector_acls
+from framework.streaming.injector import Injector
 from tests.support import REPO, Wordcount, wait_for, wait_until_resettable
 
 pytestmark = pytest.mark.timeout(600)
@@ -110,6 +122,18 @@ def test_home_keeps_secrets_private(secure):
         assert creds.password(user) not in text
 
 
+def test_home_data_and_metadata_directories_are_private(secure):
+    """Kafka's data (every topic) and the metadata log (SCRAM keys, ACLs) are the owner's
+    alone: the home and what the JVM created in it are 0700 (umask 077), so another local
+    user cannot read around SASL."""
+    data = [secure.data_dir, secure.controller.data_dir]
+    for directory in [secure.home, *(d for d in data if d.exists())]:
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    logs = [p for p in secure.data_dir.rglob("*.log") if p.is_file()]
+    assert logs, "no segment to check"
+    assert all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in logs), logs[:3]
+
+
 def test_start_says_how_to_connect_without_a_secret(secure, bootstrap, outputs):
     """`logwheel broker start --secure` on the running broker (idempotent): where the CA,
     the client settings and the passwords file are, the bootstrap alone on the last line."""
@@ -174,7 +198,7 @@ def test_job_with_only_its_prefixed_acls_counts_exactly_once_and_resets(
     done = logwheel(secure, outputs, "acls", *acls, "--reset", "--create", "--config",
                     str(admin_toml), path=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert f"TOPIC prefixed '{wc.name}.'" in done.stdout
+    assert f"TOPIC prefixed '{wc.name}.count-words.'" in done.stdout
 
     wc.send_lines(1_000)
     job = wc.job(config=job_toml, env=passwords_env(secure), log=outputs / "job.log").start()
@@ -204,6 +228,137 @@ def test_job_with_only_its_prefixed_acls_counts_exactly_once_and_resets(
     finally:
         assert job.stop() == 0, job.output()[-3000:]
     wc.check_exact(again, times=2)
+
+
+def test_each_computation_and_injector_with_only_its_own_acls(secure, bootstrap, outputs, tmp_path):
+    """Per-part principals (`logwheel acls --principal 'User:<p>-{name}'`): each computation
+    runs as its own user with exactly its ACLs and wordcount counts exactly once; split-words'
+    user can neither read nor write count-words' changelog; an injector's user writes its
+    stream and channel but not a changelog. State dirs are 0700, the instance id 0600."""
+    creds = secure.credentials
+    admin = creds.client_settings(ADMIN_USER)
+    wc = Wordcount(bootstrap, tmp_path, kafka=admin, create=False)
+    _create_streams(bootstrap, admin, wc.pipeline)
+    ref = f"{wc.unique.module}:pipeline"
+    users = {name: f"{wc.name}-{name}" for name in (*wc.pipeline.computations, "feeder")}
+    passwords = {user: secrets.token_urlsafe(18) for user in users.values()}
+    _add_users(bootstrap, admin, passwords)
+    done = logwheel(secure, outputs, "acls-per-part", "acls", ref, "--principal",
+                    f"User:{wc.name}-{{name}}", "--create", "--bootstrap", bootstrap,
+                    "--config", str(creds.settings_file(ADMIN_USER)), path=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"TOPIC prefixed '{wc.name}.split-words.'" in done.stdout
+    assert f"TOPIC prefixed '{wc.name}.'" not in done.stdout
+    assert " from *" not in done.stdout
+
+    def settings(name: str) -> dict:
+        user = users[name]
+        return {**creds.client_settings(JOB_USER), "sasl.username": user,
+                "sasl.password": passwords[user]}  # fmt: skip
+
+    wc.send_lines(500)
+    jobs = []
+    for name in wc.pipeline.computations:
+        config = tmp_path / f"{name}.toml"
+        var = f"LW_TEST_{name.upper().replace('-', '_')}_PASSWORD"
+        kafka = {**settings(name), "sasl.password": f"${{{var}}}"}
+        config.write_text("[kafka]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in kafka.items()))
+        job = wc.unique.job(
+            f"state-{name}",
+            computations=[name],
+            config=config,
+            env={var: passwords[users[name]]},
+            log=outputs / f"{name}.log",
+        )
+        jobs.append(job.start())
+    try:
+        counts = wc.read_counts(timeout=180)
+    finally:
+        stopped = [job.stop() for job in jobs]
+    assert stopped == [0, 0], [job.output()[-2000:] for job in jobs]
+    wc.check_exact(counts)
+    for name in wc.pipeline.computations:
+        state = tmp_path / f"state-{name}" / wc.name / name
+        assert stat.S_IMODE(state.stat().st_mode) == 0o700
+        assert stat.S_IMODE((state / "instance-id").stat().st_mode) == 0o600
+
+    other = wc.pipeline["count-words"].changelog
+    reader = f"{wc.pipeline['split-words'].group}.reader"  # a group split-words may use
+    # (results named first: a failed assert then shows no password of the settings)
+    refused = _write_refused(bootstrap, settings("split-words"), other)
+    assert refused, "split-words' user wrote count-words' changelog"
+    refused = _read_refused(bootstrap, settings("split-words"), other, reader)
+    assert refused, "split-words' user read count-words' changelog"
+    refused = _write_refused(bootstrap, settings("count-words"), other)  # the controls
+    assert not refused, "count-words' user could not write its own changelog"
+    refused = _read_refused(bootstrap, settings("count-words"), other, f"{other}.reader")
+    assert not refused, "count-words' user could not read its own changelog"
+
+    fed = Pipeline(f"{wc.name}-fed", partitions=1)
+    fed.source(f"{wc.prefix}feed", watermark=InjectorWatermark("feeder"))
+    feed, echoed = f"{wc.prefix}feed", f"{wc.prefix}echoed"
+    fed.computation("echo", Echo, inputs={feed: None}, outputs={echoed: None})
+    _create_streams(bootstrap, admin, fed)
+    create_acls(injector_acls(fed, "feeder", f"User:{users['feeder']}", host="127.0.0.1"),
+                bootstrap, admin)  # fmt: skip
+    with Injector(fed, "feeder", bootstrap=bootstrap, kafka=settings("feeder")) as feeder:
+        now = int(time.time() * 1000)
+        feeder.send(feed, {"line": "a b"}, key="k", timestamp=now)
+        feeder.advance(now)
+    refused = _write_refused(bootstrap, settings("feeder"), other)
+    assert refused, "the injector's user wrote a changelog"
+    refused = _write_refused(bootstrap, settings("feeder"), wc.lines_topic)
+    assert refused, "the injector's user wrote another stream"
+
+
+class Echo(Computation):
+    def process_record(self, ctx, record):
+        ctx.produce(f"{record.stream.removesuffix('feed')}echoed", record.value)
+
+
+def _add_users(bootstrap: str, admin: dict, passwords: dict[str, str]) -> None:
+    """SCRAM users made by the administrator (as `kafka-configs --alter --add-config` does)."""
+    client = AdminClient({**admin, "bootstrap.servers": bootstrap})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    upserts = [UserScramCredentialUpsertion(u, info, p.encode()) for u, p in passwords.items()]
+    for future in client.alter_user_scram_credentials(upserts).values():
+        future.result(60)
+
+
+def _write_refused(bootstrap: str, settings: dict, topic: str) -> bool:
+    """Whether a producer with `settings` is refused writing `topic` (False: it was written)."""
+    producer = Producer({**settings, "bootstrap.servers": bootstrap, "logger": _QUIET})
+    failures: list = []
+    producer.produce(topic, b"forged", b"k", on_delivery=lambda err, _: failures.append(err))
+    producer.flush(60)
+    assert failures, "no delivery report"
+    if failures[0] is None:
+        return False
+    assert failures[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, failures
+    return True
+
+
+def _read_refused(bootstrap: str, settings: dict, topic: str, group: str) -> bool:
+    """Whether a consumer with `settings` is refused `topic`: the broker will not even
+    describe it (Read implies Describe, so no fetch can follow), and a subscription to it
+    ends in an authorization error."""
+    consumer = Consumer(
+        {**settings, "bootstrap.servers": bootstrap, "group.id": group, "logger": _QUIET}
+    )
+    try:
+        error = consumer.list_topics(topic, timeout=30).topics[topic].error
+        if error is None:
+            return False
+        assert error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, error
+        consumer.subscribe([topic])
+        errors = wait_for(
+            lambda: [m.error() for m in consumer.consume(10, 1.0) if m.error()],
+            60,
+            what="the subscription to be refused",
+        )
+    finally:
+        consumer.close()
+    return errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
 
 def test_job_without_acls_is_refused(secure, bootstrap, outputs, tmp_path):

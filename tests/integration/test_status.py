@@ -37,14 +37,16 @@ pipeline.computation("count", Count, inputs={NAME + "-in": None})
 """
 
 
-def first_version_mark(producer: str, watermark: int) -> bytes:
-    """A mark as logwheel.Watermark v1 (before input_watermark) encoded it."""
+def first_version_mark(producer: str, watermark: int, topic: str) -> bytes:
+    """A mark as logwheel.Watermark v1 (before input_watermark) encoded it, naming both
+    partitions of `topic` as every writer's mark does (-1: nothing written since it took over)."""
     schemas = default_schemas()
     v1 = dict(schemas.history["logwheel.Watermark"])[1]
     fp = next(fp for fp, (v, _) in schemas._older.items() if v == "logwheel.Watermark v1")
     buf = io.BytesIO()
     buf.write(MARKER + fp)
-    value = {"producer": producer, "watermark": watermark, "idle": False, "offsets": []}
+    offsets = [{"topic": topic, "partition": p, "offset": -1} for p in range(2)]
+    value = {"producer": producer, "watermark": watermark, "idle": False, "offsets": offsets}
     schemaless_writer(buf, v1, {**value, "generation": 0, "sequence": 0})
     return buf.getvalue()
 
@@ -82,10 +84,8 @@ def test_status_reports_watermark_lag_and_a_drained_transactional_input(kafka, t
         producer = Producer({"bootstrap.servers": kafka})
         for channel in (f"{name}.gen.watermarks", f"{name}.count.watermarks"):
             producer.produce(channel, b"\xc3\x01 not a mark", b"junk", partition=0)
-        producer.produce(
-            f"{name}.gen.watermarks", first_version_mark("gen/injector/0", later), partition=0,
-            key=b"gen/injector/0",
-        )  # fmt: skip
+        old = first_version_mark("gen/injector/0", later, f"{name}-in")
+        producer.produce(f"{name}.gen.watermarks", old, b"gen/injector/0", partition=0)
         producer.flush(30)
         wait_for(
             lambda: all(r["low_watermark"] == later for r in status_json(module, tmp_path, kafka)),

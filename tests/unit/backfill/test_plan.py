@@ -8,7 +8,6 @@ import pytest
 from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
 from framework.backfill.driver import backfill
 from framework.backfill.plan import Plan, Range, co_partitioned, end_watermark, lag_of
-from framework.backfill.task import _fault
 from framework.core.api import MIN_TIME
 from framework.core.pipeline import PipelineError
 
@@ -66,13 +65,6 @@ def test_an_unwatermarked_source_leaves_the_end_watermark_unknown():
     assert end_watermark(pipeline, pipeline["count"], ranges, {}, "unused:1", None) is None
 
 
-def test_the_fault_switch_hits_only_the_first_attempt_of_its_task():
-    assert _fault("1:10", 1, 0) == (10, False)
-    assert _fault("1:10:stall", 1, 0) == (10, True)
-    assert _fault("1:10", 1, 1) is None and _fault("1:10", 0, 0) is None
-    assert _fault(None, 0, 0) is None
-
-
 def test_a_computation_with_tables_is_refused_at_start_naming_the_way_out():
     pipeline = Pipeline("p").source("in")
     pipeline.computation("join", Nothing, inputs={"in": None}, tables={"t": "p.other.changelog"})
@@ -87,3 +79,36 @@ def test_input_keyed_by_its_producer_is_read_a_task_per_partition_without_a_shuf
     assert co_partitioned((*keyed, Range("lines", 0, 0, 3, "lines", True))) is None
     assert co_partitioned((*keyed, Range("q", 0, 0, 3, "q", False))) is None
     assert co_partitioned(()) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.update(extra=1), "has not exactly the fields"),
+        (lambda d: d.pop("lag"), "has not exactly the fields"),
+        (lambda d: d.update(tasks="4"), "tasks='4' is not a whole number"),
+        (lambda d: d.update(tasks=0), "tasks=0 is not a whole number in \\[1,"),
+        (lambda d: d["ranges"][0].update(end=1), "end=1 is not a whole number in \\[5,"),
+        (lambda d: d["ranges"][0].update(__class__="x"), "a range has not exactly the fields"),
+        (lambda d: d["ranges"][0].update(keyed="yes"), "keyed='yes' is not true or false"),
+        (lambda d: d["changelog_end"].update(x=1), "changelog_end names partition 'x'"),
+        (lambda d: d.update(end_watermark=2**62), "end_watermark=.* is not a whole number"),
+        (lambda d: d["start_watermarks"].update({"0": 2**62}), "0=.* is not a whole number"),
+        (lambda d: d.update(status="hacked"), "status='hacked'"),
+        (lambda d: d.update(id="0" * 16), "is not its ranges'"),
+        (lambda d: d.update(ranges={}), "ranges is not a list"),
+    ],
+)
+def test_a_stored_plan_that_logwheel_could_not_have_written_is_refused_naming_the_fix(
+    change, message
+):
+    import json
+
+    from framework.backfill.plan import PlanError
+
+    doc = json.loads(plan().to_json())
+    change(doc)
+    with pytest.raises(PlanError, match=f"not one logwheel wrote \\(.*{message}.*delete the"):
+        Plan.from_json(json.dumps(doc).encode())
+    with pytest.raises(PlanError, match="not one logwheel wrote"):
+        Plan.from_json(b"[1, 2]")

@@ -53,3 +53,20 @@ def test_serve_on_port_0_picks_a_free_port_that_answers():
     metrics.RECORDS_IN.labels("unit-test", "s").inc(3)
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     assert 'logwheel_records_in_total{computation="unit-test",stream="s"} 3.0' in body
+
+
+def _listening(port: int) -> set[str]:
+    """The local IPv4 addresses a socket listens on `port` from (/proc/net/tcp, state 0A)."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, _, hex_port = local.partition(":")
+        if state == "0A" and int(hex_port, 16) == port:
+            found.add(".".join(str(b) for b in reversed(bytes.fromhex(address))))
+    return found
+
+
+def test_metrics_listen_on_loopback_by_default():
+    from framework.core.metrics import serve
+
+    assert _listening(serve(0)) == {"127.0.0.1"}

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from framework import Computation, Pipeline, PipelineError, key_by
+from framework import (
+    BoundedOutOfOrderness,
+    Computation,
+    InjectorWatermark,
+    Pipeline,
+    PipelineError,
+    key_by,
+)
 from framework.core.api import Record
 
 
@@ -120,3 +127,65 @@ def test_a_percentile_low_watermark_is_declared_on_computations_and_windows():
     assert p["strict"].low_watermark is None
     with pytest.raises(PipelineError, match="use Percentile"):
         p.computation("bad", Computation, inputs={"s": None}, low_watermark=0.99)
+
+
+@pytest.mark.parametrize(
+    "declare, rule",
+    [
+        (lambda: Pipeline("zz\n"), r"must match \[a-z\]\[a-z0-9-\]\*"),
+        (lambda: Pipeline("z" * 300), "249-character limit"),
+        (lambda: Pipeline("p").source("in\n"), r"must match \[A-Za-z0-9\]"),
+        (lambda: Pipeline("p").source("s" * 250), "249-character limit"),
+        (
+            lambda: Pipeline("p").source("in").computation("c\n", Noop, inputs={"in": None}),
+            r"must match \[a-z\]\[a-z0-9-\]\*",
+        ),
+        (
+            lambda: (
+                Pipeline("p" * 200)
+                .source("in")
+                .computation("c" * 40, Noop, inputs={"in": key_by("k")})
+            ),
+            "249-character limit",
+        ),
+    ],
+)
+def test_a_name_is_checked_whole_and_against_kafkas_length_limit(declare, rule):
+    with pytest.raises(PipelineError, match=rule):
+        declare()
+
+
+def test_a_stream_inside_another_computations_internal_prefix_is_refused_either_order():
+    rule = "inside computation 'a'.s internal prefix 'p.a.'"
+    p = Pipeline("p").source("in").computation("a", Noop, inputs={"in": None})
+    with pytest.raises(PipelineError, match=rule):  # an output named like a's watermarks
+        p.computation("b", Noop, inputs={"in": None}, outputs={"p.a.watermarks": None})
+    with pytest.raises(PipelineError, match=rule):
+        p.source("p.a.changelog")
+    q = Pipeline("p").source("p.a.timers")  # the stream first, the computation after
+    with pytest.raises(PipelineError, match=rule):
+        q.computation("a", Noop, inputs={"in": None})
+    with pytest.raises(PipelineError, match="inside injector 'gen'"):
+        Pipeline("p").source("p.gen.x").source("y", watermark=InjectorWatermark("gen"))
+    # another computation's changelog read as a table stays allowed, and so do look-alikes
+    p.computation("t", Noop, inputs={"in": None}, tables={"a": "p.a.changelog"})
+    p.computation("u", Noop, inputs={"in": None}, outputs={"p.ab.out": None})
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: BoundedOutOfOrderness(0, max_future_ms=-1), "max_future_ms=-1; use a whole"),
+        (lambda: BoundedOutOfOrderness(0, max_future_ms=1.5), "max_future_ms=1.5; use a whole"),
+        (lambda: BoundedOutOfOrderness(0, on_future="drop"), "on_future='drop'; use one of"),
+        (lambda: InjectorWatermark("gen", max_future_ms=None), "InjectorWatermark: max_future"),
+    ],
+)
+def test_a_skew_allowance_that_cannot_work_is_refused_at_declaration(make, message):
+    with pytest.raises(PipelineError, match=message):
+        make()
+
+
+def test_the_skew_allowance_defaults_to_five_minutes_counted():
+    policy = BoundedOutOfOrderness(ms=2000)
+    assert (policy.max_future_ms, policy.on_future) == (300_000, "count")

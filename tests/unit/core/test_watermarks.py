@@ -94,3 +94,23 @@ def test_a_source_not_declared_live_holds_its_watermark_while_silent():
     source.observe(5_000)
     clock.now = 100.0
     assert source.value() == (None, True)
+
+
+def test_a_timestamp_beyond_the_allowance_moves_the_watermark_only_as_far_as_wall_time():
+    wall = 1_700_000_000_000
+    policy = BoundedOutOfOrderness(ms=100, max_future_ms=60_000)
+    source = BoundedLateness(policy, Clock(), wall=lambda: wall)
+    assert source.future_limit() == wall + 60_000
+    source.observe(wall + 60_000)  # within the allowance: as before
+    assert source.value() == (wall + 59_900, False)
+    late = BoundedLateness(policy, Clock(), wall=lambda: wall)
+    late.observe(wall + 50 * 60_000)  # fifty minutes ahead: counts as a record stamped now
+    assert late.value() == (wall - 100, False)
+    late.observe(wall - 10)
+    assert late.value() == (wall - 100, False)
+
+
+def test_a_writers_mark_names_every_partition_of_its_outputs():
+    mark = Mark.of("a/task/0", 5, False, {("s", 1): 7, ("x", 0): 3}, ["s"], 4, partitions={"s": 3})
+    assert mark.offsets == {("s", 0): -1, ("s", 1): 7, ("s", 2): -1}
+    assert mark.input_watermark == 4

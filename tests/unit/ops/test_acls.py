@@ -1,14 +1,19 @@
-"""The ACLs `logwheel acls` grants: everything a pipeline owns falls under its prefix."""
+"""The ACLs `logwheel acls` grants: each computation exactly its own topics, group and
+transactional ids, READ on what it reads, WRITE on what it writes; an injector WRITE on its
+streams and watermark channel alone; DELETE only with allow_reset; never host `*` by default."""
 
 from __future__ import annotations
 
 import pytest
 
+from framework.cli.acls import local_address
 from framework.kafka.config import reader_group
 from framework.kafka.topics import pipeline_topics
-from framework.ops.acls import pipeline_acls
+from framework.ops.acls import computation_acls, injector_acls, pipeline_acls
 from jobs.wordcount import build
 from jobs.zeitgeist import pipeline as zeitgeist
+
+HOST = "10.1.2.3"
 
 
 def _allowed(acls, resource: str, name: str, operation: str) -> bool:
@@ -21,35 +26,94 @@ def _allowed(acls, resource: str, name: str, operation: str) -> bool:
 
 
 @pytest.mark.parametrize("pipeline", [build("wc", "wc-"), zeitgeist], ids=lambda p: p.name)
-def test_every_internal_resource_is_under_the_prefix(pipeline):
-    acls = pipeline_acls(pipeline, "User:job")
-    prefixed = [a for a in acls if a.pattern == "PREFIXED"]
-    assert {a.name for a in prefixed} == {f"{pipeline.name}."}
-    for spec in pipeline_topics(pipeline):
-        if spec.kind != "stream":
-            for op in ("READ", "WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"):
-                assert _allowed(prefixed, "TOPIC", spec.name, op), (spec.name, op)
-    for computation in pipeline.computations.values():
-        for group in (computation.group, reader_group(computation.group)):
-            assert _allowed(prefixed, "GROUP", group, "READ")
-            assert _allowed(prefixed, "GROUP", group, "DESCRIBE")
-        transactional_id = f"{computation.group}.pod-0"  # Member: <group>.<instance>
-        assert _allowed(prefixed, "TRANSACTIONAL_ID", transactional_id, "WRITE")
+def test_a_computation_gets_its_own_topics_and_none_of_another(pipeline):
+    for name, spec in pipeline.computations.items():
+        acls = computation_acls(pipeline, name, "User:c", host=HOST)
+        for topic in pipeline_topics(pipeline):
+            own = topic.kind != "stream" and name in topic.owners
+            for op in ("READ", "WRITE", "CREATE", "DESCRIBE"):
+                if own:
+                    assert _allowed(acls, "TOPIC", topic.name, op), (name, topic.name, op)
+            if topic.kind in ("changelog", "timers", "by-key", "dlq") and not own:
+                for op in ("READ", "WRITE", "CREATE", "DELETE"):
+                    assert not _allowed(acls, "TOPIC", topic.name, op), (name, topic.name, op)
+        for group in (spec.group, reader_group(spec.group)):
+            assert _allowed(acls, "GROUP", group, "READ")
+        assert _allowed(acls, "TRANSACTIONAL_ID", f"{spec.group}.pod-0", "WRITE")
+        others = [c for c in pipeline.computations.values() if c.name != name]
+        for other in others:
+            assert not _allowed(acls, "GROUP", other.group, "READ")
+            assert not _allowed(acls, "TRANSACTIONAL_ID", f"{other.group}.pod-0", "WRITE")
+        assert all(a.host == HOST and a.principal == "User:c" for a in acls)
+        assert not any(a.operation == "DELETE" for a in acls)
 
 
-def test_streams_get_only_what_the_pipeline_does_with_them():
-    acls = pipeline_acls(build("wc", "wc-"), "User:job")
-    literal = {(a.name, a.operation) for a in acls if a.pattern == "LITERAL"}
-    assert ("wc-lines", "READ") in literal and ("wc-lines", "WRITE") not in literal
-    assert ("wc-word-counts", "WRITE") in literal and ("wc-word-counts", "READ") not in literal
-    assert ("wc-words", "READ") in literal and ("wc-words", "WRITE") in literal
-    assert not any(op in ("CREATE", "DELETE", "ALTER") for _, op in literal)
-    assert all(a.principal == "User:job" and a.host == "*" for a in acls)
+def test_a_computation_reads_its_inputs_and_upstream_marks_and_writes_its_outputs():
+    wc = build("wc", "wc-")
+    split = computation_acls(wc, "split-words", "User:s", host=HOST)
+    count = computation_acls(wc, "count-words", "User:c", host=HOST)
+    assert _allowed(split, "TOPIC", "wc-lines", "READ")
+    assert not _allowed(split, "TOPIC", "wc-lines", "WRITE")
+    assert _allowed(split, "TOPIC", "wc-words", "WRITE")
+    assert not _allowed(split, "TOPIC", "wc-words", "READ")
+    assert _allowed(count, "TOPIC", "wc-words", "READ")
+    assert _allowed(count, "TOPIC", "wc.split-words.watermarks", "READ")
+    assert not _allowed(count, "TOPIC", "wc.split-words.watermarks", "WRITE")
+    assert _allowed(count, "TOPIC", "wc-word-counts", "WRITE")
+    literal = [a for a in split + count if a.pattern == "LITERAL" and a.resource == "TOPIC"]
+    assert not any(a.operation in ("CREATE", "DELETE", "ALTER") for a in literal)
 
 
-def test_reset_adds_delete_on_the_prefix_only():
-    plain = set(pipeline_acls(build("wc", "wc-"), "User:job"))
-    with_reset = set(pipeline_acls(build("wc", "wc-"), "User:job", reset=True))
-    assert [(a.resource, a.pattern, a.operation) for a in with_reset - plain] == [
-        ("TOPIC", "PREFIXED", "DELETE")
+def test_a_computation_named_like_the_start_of_another_does_not_get_its_group():
+    from framework import Computation, Pipeline
+
+    class Noop(Computation):
+        def process_record(self, ctx, record):
+            pass
+
+    p = Pipeline("p").source("in")
+    p.computation("count", Noop, inputs={"in": None})
+    p.computation("count-words", Noop, inputs={"in": None})
+    acls = computation_acls(p, "count", "User:c", host=HOST)
+    assert _allowed(acls, "GROUP", "p.count", "READ")
+    assert not _allowed(acls, "GROUP", "p.count-words", "READ")
+    assert not _allowed(acls, "TOPIC", "p.count-words.changelog", "READ")
+
+
+def test_an_injector_writes_only_its_streams_and_its_watermark_channel():
+    acls = injector_acls(zeitgeist, "query-generator", "User:i", host=HOST)
+    topics = {(a.name, a.operation) for a in acls if a.resource == "TOPIC"}
+    assert ("queries", "WRITE") in topics
+    assert ("zeitgeist.query-generator.watermarks", "WRITE") in topics
+    assert not any(op in ("READ", "DELETE") for _, op in topics)
+    assert {name for name, _ in topics} == {"queries", "zeitgeist.query-generator.watermarks"}
+    for spec in pipeline_topics(zeitgeist):
+        if spec.kind in ("changelog", "timers"):
+            assert not _allowed(acls, "TOPIC", spec.name, "WRITE")
+    assert _allowed(acls, "TRANSACTIONAL_ID", "zeitgeist.query-generator.injector-0", "WRITE")
+
+
+def test_delete_only_with_allow_reset_and_only_on_the_own_prefix():
+    wc = build("wc", "wc-")
+    plain = set(computation_acls(wc, "count-words", "User:c", host=HOST))
+    with_reset = set(computation_acls(wc, "count-words", "User:c", host=HOST, allow_reset=True))
+    assert [(a.resource, a.pattern, a.name, a.operation) for a in with_reset - plain] == [
+        ("TOPIC", "PREFIXED", "wc.count-words.", "DELETE")
     ]
+
+
+def test_one_principal_for_the_whole_job_is_the_union_plus_status():
+    wc = build("wc", "wc-")
+    union = set(pipeline_acls(wc, "User:job", host=HOST))
+    for name in wc.computations:
+        assert set(computation_acls(wc, name, "User:job", host=HOST)) <= union
+    assert _allowed(union, "GROUP", reader_group("wc"), "READ")  # logwheel status
+    assert not any(a.pattern == "PREFIXED" and a.name == "wc." for a in union)
+    assert all(a.host == "127.0.0.1" for a in pipeline_acls(wc, "User:job"))
+
+
+def test_the_default_host_is_this_machines_address_towards_the_broker():
+    assert local_address(None) == "127.0.0.1"
+    assert local_address("127.0.0.1:9092") == "127.0.0.1"
+    assert local_address("localhost:9092,other:9092") == "127.0.0.1"
+    assert local_address("no-such-host.invalid:9092") == "127.0.0.1"

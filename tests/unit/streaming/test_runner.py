@@ -62,7 +62,7 @@ def test_start_and_rejoin_wait_for_the_broker(tmp_path, monkeypatch):
             starts["failures"] -= 1
             raise _down()
 
-    monkeypatch.setattr(runner_module, "create_topics", create_topics)
+    monkeypatch.setattr(runner_module, "create_part_topics", create_topics)
     monkeypatch.setattr(runner_module, "partition_counts", lambda *args: {"in": 4})
     monkeypatch.setattr(runner_module, "Member", FakeMember)
     monkeypatch.setattr(Runner, "_loop", lambda self, member, stop: member.run(stop))
@@ -83,7 +83,7 @@ def test_other_errors_still_end_the_process(tmp_path, monkeypatch):
     def create_topics(*args, **kwargs):
         raise KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
 
-    monkeypatch.setattr(runner_module, "create_topics", create_topics)
+    monkeypatch.setattr(runner_module, "create_part_topics", create_topics)
     with pytest.raises(KafkaException):
         Runner(_pipeline(), "c", bootstrap="127.0.0.1:1", state_dir=tmp_path).run(threading.Event())
 
