@@ -1,25 +1,36 @@
 """Backfill throughput beside streaming catch-up: wordcount's CountWords over the same history.
 
-For each size (half and all of `--records`; `--sizes 3` adds a quarter): a pre-filled `words`
-topic (JSON {"word": w} keyed by the word, Zipf over 10,000 words, 4 partitions); then, each
-with a consumer group, changelog and output topic of its own:
+For each size (a quarter and all of `--records`; `--sizes 3` adds a sixteenth): a pre-filled
+`words` topic (JSON {"word": w} keyed by the word, Zipf over 10,000 words, 4 partitions); then,
+each with a consumer group, changelog and output topic of its own:
 
-- `backfill`: `logwheel backfill --master local[2]` as a process of its own (what a user runs:
-  JVM and Spark startup included); `seconds` from launch until it exited, `in-run s` the
-  backfill's own time from its summary line (plan, Spark jobs, hand-over: no JVM start);
+- `backfill <master>`: `logwheel backfill --master ...` as a process of its own (what a user
+  runs: JVM and Spark startup included), for each of `--masters`: `local[2]`, and
+  `standalone-N`, a Spark standalone cluster of N one-core workers on loopback (Spark's own
+  master and workers, `framework.backfill.standalone`, started before the sizes and stopped
+  at the end); `seconds` from launch until it exited, `in-run s` the backfill's own time from
+  its summary line (plan, Spark jobs, hand-over: no JVM start), and its timeline (seconds since
+  the backfill began: session, plan, first task began, last task ended, tasks' job done,
+  hand-over done);
 - `streaming`: `logwheel run` of the same computation catching up from the start of the
   history; `seconds` from launch until every output is readable (read_committed), so process
   startup is included here too.
 
 Every run's outputs are counted (one per input record). records/s = records / seconds; CPU
 is user + system time of the process and all its descendants (the JVM and Python workers for
-Spark), sampled until it ends; `CPU us/rec` = CPU / records. One run per size, same broker.
+Spark; a standalone cluster's executors are the workers' children, so their CPU is sampled
+from the workers, less what the idle workers had used before), sampled until it ends;
+`CPU us/rec` = CPU / records. The fixed cost of each contender is the intercept of its time
+over the sizes (seconds = fixed + records x marginal, from the smallest and largest size).
+One run per size, same broker.
 
-    python bench/backfill.py [--records N] [--quick] [--bootstrap H:P]
+    python bench/backfill.py [--records N] [--sizes K] [--masters local[2],standalone-2]
+                             [--quick] [--bootstrap H:P]
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -32,17 +43,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 from bench.throughput import PARTITIONS, Gate, Outputs, zipf_words  # noqa: E402
+from framework.backfill.standalone import client_conf, standalone  # noqa: E402
 from tests.support import REPO  # noqa: E402
 
 QUICK_ARGS = ["--quick"]
 TIMEOUT_S = 1800.0
+MASTERS = "local[2],standalone-1,standalone-2"
 
 
 class CpuSampler:
     """Samples the CPU seconds of a process tree until it ends (its children die with it)."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid, self.cpu = pid, 0.0
+    def __init__(self, pid: int, *others: int) -> None:
+        self.pid, self.cpu, self.others = pid, 0.0, others
+        self._before = sum(common.cpu_seconds(p) or 0.0 for p in others)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -52,6 +66,7 @@ class CpuSampler:
             cpu = common.cpu_seconds(self.pid)
             if cpu is None:
                 return
+            cpu += sum(common.cpu_seconds(p) or 0.0 for p in self.others) - self._before
             self.cpu = max(self.cpu, cpu)
 
     def stop(self) -> float:
@@ -60,32 +75,54 @@ class CpuSampler:
         return self.cpu
 
 
-def run_backfill(ws: common.Workspace, name: str, words: str, records: int) -> dict:
+class Cluster:
+    """Where a backfill runs: `local[2]`, or `standalone-N` (started on first use)."""
+
+    def __init__(self, master: str, stack: contextlib.ExitStack) -> None:
+        self.name, self.stack, self.url = master, stack, None
+        self.workers: tuple[int, ...] = ()
+
+    def args(self, ws: common.Workspace, config: Path) -> list[str]:
+        if not self.name.startswith("standalone-"):
+            return ["--master", self.name]
+        if self.url is None:
+            n = int(self.name.split("-")[1])
+            self.url, self.workers = self.stack.enter_context(standalone(workers=n, cores=1))
+        conf = client_conf(f"{ws.dir}{os.pathsep}{REPO}")
+        config.write_text("[spark]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in conf.items()))
+        return ["--master", self.url, "--config", str(config)]
+
+
+def run_backfill(ws: common.Workspace, name: str, words: str, records: int,
+                 cluster: Cluster) -> dict:  # fmt: skip
     pipeline = ws.pipeline(
         "bench.throughput:count_words", name, words, f"{name}-out", "exactly_once"
     )
     ws.topics.append(f"{pipeline.name}.count-words.backfill")
-    env = {**os.environ, "PYTHONPATH": f"{ws.dir}{os.pathsep}{REPO}"}
+    env = {**os.environ, "PYTHONPATH": f"{ws.dir}{os.pathsep}{REPO}", "SPARK_LOCAL_IP": "127.0.0.1"}
     args = [sys.executable, "-m", "framework.cli", "backfill", f"{name.replace('-', '_')}:pipeline"]
-    args += ["--computation", "count-words", "--bootstrap", ws.bootstrap, "--master", "local[2]"]
+    args += ["--computation", "count-words", "--bootstrap", ws.bootstrap]
+    args += cluster.args(ws, Path(ws.dir) / f"{name}.toml")
     outputs = Outputs(ws.bootstrap, f"{name}-out")
     t0 = time.monotonic()
     proc = subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    sampler = CpuSampler(proc.pid)
+    sampler = CpuSampler(proc.pid, *cluster.workers)
     out, err = proc.communicate(timeout=TIMEOUT_S)
     seconds, cpu = time.monotonic() - t0, sampler.stop()
     if proc.returncode != 0:
         raise RuntimeError(f"backfill failed: {err.decode()[-3000:]}")
     summary = out.decode().strip().splitlines()[-1]
     in_run = float(re.search(r" ([\d.]+) s, ", summary).group(1))
+    found = re.search(r"timeline \(s\): (.*)", err.decode())
     outputs.wait(records, 120, lambda: None)
     seen = outputs.seen
     outputs.close()
-    return {"contender": "backfill", "records": records, "seconds": seconds, "in_run_s": in_run,
-            "cpu_s": cpu, "outputs": seen}  # fmt: skip
+    return {"contender": f"backfill {cluster.name}", "records": records, "seconds": seconds,
+            "in_run_s": in_run, "cpu_s": cpu, "outputs": seen,
+            "timeline": found.group(1).strip() if found else None}  # fmt: skip
 
 
-def run_streaming(ws: common.Workspace, name: str, words: str, records: int) -> dict:
+def run_streaming(ws: common.Workspace, name: str, words: str, records: int, _: object) -> dict:
     pipeline = ws.pipeline(
         "bench.throughput:count_words", name, words, f"{name}-out", "exactly_once"
     )
@@ -108,28 +145,35 @@ def run_streaming(ws: common.Workspace, name: str, words: str, records: int) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = common.Arguments(
-        __doc__.splitlines()[0], {"records": 1_000_000, "sizes": 2}, {"records": 4_000, "sizes": 1}
+        __doc__.splitlines()[0], {"records": 4_000_000, "sizes": 2}, {"records": 4_000, "sizes": 1}
     )
+    parser.add_argument("--masters", help=f"where backfills run ({MASTERS}; local[2] quick)")
     args = parser.parse(argv)
-    sizes = [args.records >> shift for shift in reversed(range(args.sizes))]
+    masters = (args.masters or ("local[2]" if args.quick else MASTERS)).split(",")
+    sizes = [args.records >> (2 * shift) for shift in reversed(range(args.sizes))]
     rows = []
-    with common.Workspace(args.bootstrap, "bf", args.keep) as ws:
+    with common.Workspace(args.bootstrap, "bf", args.keep) as ws, contextlib.ExitStack() as stack:
+        clusters = [Cluster(m, stack) for m in masters]
         for size in sizes:
             words = f"{ws.run}-{size}-words"
             ws.create_topics([words], PARTITIONS)
             gate = Gate(ws.bootstrap, words, zipf_words(size))  # warm-up records first
             gate.open()
             expected = size + PARTITIONS
-            for contender, run in (("backfill", run_backfill), ("streaming", run_streaming)):
-                name = f"{ws.run}-{size}-{contender}"
-                row = run(ws, name, words, expected)
+            contenders = [(c.name, run_backfill, c) for c in clusters]
+            for tag, run, where in [*contenders, ("streaming", run_streaming, None)]:
+                name = f"{ws.run}-{size}-{re.sub(r'[^a-z0-9]', '', tag)}"
+                row = run(ws, name, words, expected, where)
                 row["records_per_s"] = row["records"] / row["seconds"]
                 row["cpu_us_per_record"] = row["cpu_s"] / row["records"] * 1e6
                 rows.append(row)
                 rate, cpu = row["records_per_s"], row["cpu_s"]
-                line = f"{size:>9,} {contender:10} {row['seconds']:7.1f}s {rate:9,.0f} rec/s"
+                what = row["contender"]
+                line = f"{size:>9,} {what:22} {row['seconds']:7.1f}s {rate:9,.0f} rec/s"
                 print(f"  {line}, CPU {cpu:.1f}s", flush=True)
-    columns = [("contender", -10), ("records", 9), ("seconds", 8), ("in-run s", 9),
+                if row.get("timeline"):
+                    print(f"            timeline (s): {row['timeline']}", flush=True)
+    columns = [("contender", -22), ("records", 9), ("seconds", 8), ("in-run s", 9),
                ("records/s", 10), ("CPU us/rec", 11)]  # fmt: skip
     print(common.table(columns, [
         (r["contender"], r["records"], round(r["seconds"], 1),
@@ -137,8 +181,26 @@ def main(argv: Sequence[str] | None = None) -> int:
          round(r["records_per_s"]), round(r["cpu_us_per_record"], 1))
         for r in rows
     ]))  # fmt: skip
-    common.write_results("backfill", args, rows=rows)
+    fixed = fixed_costs(rows)
+    if fixed:
+        print(common.table([("contender", -22), ("fixed s", 8), ("marginal wall us/rec", 21)], [
+            (c, round(f, 1), round(m * 1e6, 1)) for c, (f, m) in fixed.items()
+        ]))  # fmt: skip
+    common.write_results("backfill", args, rows=rows, fixed={c: f for c, (f, _) in fixed.items()})
     return 0 if all(r["outputs"] >= r["records"] for r in rows) else 1
+
+
+def fixed_costs(rows: list[dict]) -> dict[str, tuple[float, float]]:
+    """Per contender, (fixed seconds, marginal seconds per record) of the line through its
+    smallest and largest size's times."""
+    found = {}
+    for contender in dict.fromkeys(r["contender"] for r in rows):
+        mine = sorted((r["records"], r["seconds"]) for r in rows if r["contender"] == contender)
+        (n0, t0), (n1, t1) = mine[0], mine[-1]
+        if n1 > n0:
+            marginal = (t1 - t0) / (n1 - n0)
+            found[contender] = (t0 - marginal * n0, marginal)
+    return found
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from framework.backfill import arrow as on_arrow
 from framework.backfill.frames import events as frames
 from framework.backfill.frames import max_timestamps
 from framework.backfill.plan import (
@@ -54,6 +55,7 @@ from framework.backfill.plan import (
     Plan,
     backfill_topic,
     backfill_topic_spec,
+    co_partitioned,
     done_key,
     end_watermark,
     journal_ends,
@@ -121,10 +123,13 @@ def backfill(
     registry: RegistrySettings | None = None,
     tasks: int | None = None,
     progress: bool = False,
+    arrow: bool = True,
 ) -> Summary:
     """Run `computation` over its history on Spark (a session of `master` unless `spark` is
-    given) and hand its place over to streaming; returns what it did."""
-    began = time.monotonic()
+    given) and hand its place over to streaming; returns what it did. `arrow=False` takes the
+    row path (pickled rows to the tasks): the same outputs, kept to prove the Arrow one."""
+    began, wall = time.monotonic(), time.time()
+    timeline: list[tuple[str, float]] = []
     spec = pipeline[computation]
     if spec.tables:
         raise PipelineError(
@@ -148,6 +153,7 @@ def backfill(
         # rich draws the stages when `progress`; Spark's own console bar would fight it
         quiet = {"spark.ui.showConsoleProgress": "false"} if progress else {}
         spark = session(master, f"logwheel-backfill-{spec.group}", {**quiet, **(spark_conf or {})})
+    timeline.append(("session", time.monotonic() - began))
     try:
         stored = read_backfill_topic(bootstrap, backfill_topic(spec), kafka).get(PLAN_KEY)
         plan = Plan.from_json(stored, pipeline_allowance(pipeline)) if stored else None
@@ -155,13 +161,17 @@ def backfill(
         if resumed:
             log.info("%s: finishing the backfill plan %s left unfinished", spec.group, plan.id)
         else:
-            plan = _make_plan(spark, pipeline, spec, bootstrap, kafka, start, until, tasks)
+            plan = _make_plan(spark, pipeline, spec, bootstrap, kafka, start, until, tasks, arrow)
             write_plan(bootstrap, spec, plan, kafka)
-        results = _run(spark, pipeline, spec, plan, bootstrap, kafka, registry, progress)
+        timeline.append(("plan", time.monotonic() - began))
+        results = _run(spark, pipeline, spec, plan, bootstrap, kafka, registry, progress, arrow)
+        timeline.append(("tasks", time.monotonic() - began))
         _finish(spec, plan, results, bootstrap, kafka)
+        timeline.append(("hand-over", time.monotonic() - began))
     finally:
         if own_session:
             spark.stop()
+    _log_timeline(spec.group, timeline, results, wall)
     ran = [r for r in results if not r.get("skipped")]  # the others: an earlier run's
     return Summary(
         plan=plan.id,
@@ -177,6 +187,18 @@ def backfill(
     )
 
 
+def _log_timeline(group: str, timeline: list, results: list[dict], wall: float) -> None:
+    """Where the time went, in seconds since the backfill began (one log line): the session,
+    the plan, the first task's start and the last task's end on the workers' clocks, the
+    tasks' job and the hand-over."""
+    ran = [r for r in results if "began" in r]
+    if ran:
+        timeline.append(("first task", min(r["began"] for r in ran) - wall))
+        timeline.append(("last task", max(r["ended"] for r in ran) - wall))
+    line = ", ".join(f"{what} {at:.1f}" for what, at in sorted(timeline, key=lambda x: x[1]))
+    log.info("backfill %s timeline (s): %s", group, line)
+
+
 # -- the plan -------------------------------------------------------------------------------
 
 
@@ -189,6 +211,7 @@ def _make_plan(
     start: str,
     until: str,
     tasks: int | None,
+    arrow: bool,
 ) -> Plan:
     consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
     try:
@@ -206,7 +229,10 @@ def _make_plan(
     return Plan(
         computation=spec.name,
         ranges=ranges,
-        tasks=tasks or max(1, spark.sparkContext.defaultParallelism),
+        # input keyed by its producer: a task per partition, no shuffle (frames.events)
+        tasks=tasks
+        or (arrow and co_partitioned(ranges))
+        or max(1, spark.sparkContext.defaultParallelism),
         changelog_end=changelog_end,
         timers_end=timers_end,
         ids_end=ids_end,
@@ -223,9 +249,10 @@ def _bounded(pipeline: Pipeline, spec: ComputationSpec) -> bool:
 
 
 def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,
-         kafka: dict, registry: RegistrySettings | None, progress: bool) -> list[dict]:  # fmt: skip
+         kafka: dict, registry: RegistrySettings | None, progress: bool,
+         arrow: bool) -> list[dict]:  # fmt: skip
     """Run every task of the plan; returns their completion records."""
-    events = frames(spark, pipeline, spec, plan, bootstrap, kafka, registry)
+    events = frames(spark, pipeline, spec, plan, bootstrap, kafka, registry, arrow)
     if events is None:
         return []
     settings = TaskSettings(
@@ -241,12 +268,16 @@ def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, boot
         lag=plan.lag,
     )
 
-    def task(index: int, rows: Iterator[Any]) -> Iterator[str]:
-        yield run_task(settings, index, rows)
-
-    job = events.rdd.mapPartitionsWithIndex(task)
     with _Progress(spark, plan, enabled=progress):
-        return [json.loads(r) for r in job.collect()]
+        if arrow:
+            # Arrow batches in, one completion record out per task: no pickled rows
+            done = events.mapInArrow(lambda rows: on_arrow.task(settings, rows), "result string")
+            return [json.loads(r["result"]) for r in done.collect()]
+
+        def task(index: int, rows: Iterator[Any]) -> Iterator[str]:
+            yield run_task(settings, index, rows)
+
+        return [json.loads(r) for r in events.rdd.mapPartitionsWithIndex(task).collect()]
 
 
 class _Progress:

@@ -7,18 +7,22 @@ in timestamp order, ties in offset order)."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from framework.backfill.plan import Plan, Range
+from framework.backfill import arrow as on_arrow
+from framework.backfill.plan import Plan, Range, co_partitioned
 from framework.backfill.session import kafka_source
 from framework.backfill.task import BAD, IDS, RECORD, STATE, TIMER, route
 from framework.core.dedup import decode_segment
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.kafka.config import consumer_config, reader_group
 from framework.kafka.registry_settings import RegistrySettings
+
+log = logging.getLogger(__name__)
 
 
 def max_timestamps(
@@ -57,6 +61,11 @@ def read(spark: Any, ranges: Iterable[Range], bootstrap: str, kafka: dict) -> An
     )
 
 
+def _one_task_per_partition(plan: Plan, keyed: Any) -> bool:
+    """Whether the plan's tasks are the Kafka source's partitions (`plan.co_partitioned`)."""
+    return co_partitioned(plan.ranges) == plan.tasks == keyed.rdd.getNumPartitions()
+
+
 def journal_ranges(
     topic: str, ends: dict[int, int], bootstrap: str, reader: str, kafka: dict
 ) -> list[Range]:
@@ -69,9 +78,10 @@ def journal_ranges(
 
 
 def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,
-           kafka: dict, registry: RegistrySettings | None) -> Any:  # fmt: skip
+           kafka: dict, registry: RegistrySettings | None, arrow: bool = True) -> Any:  # fmt: skip
     """Every row the tasks need, grouped by key into `plan.tasks` Spark partitions and sorted
-    within each: committed state, pending timers, then input records in timestamp order."""
+    within each: committed state, pending timers, then input records in timestamp order.
+    Re-keyed records are routed on Arrow batches (`arrow.routed`), else by a row UDF."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -159,16 +169,29 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
     # records a key extractor routes: decoded on the workers, before the shuffle
     rekeyed = read(spark, [r for r in plan.ranges if not r.keyed], bootstrap, kafka)
     if rekeyed is not None:
-        routed_type = "struct<key:string,stage:string,error_type:string,error:string>"
-
-        @F.udf(routed_type)
-        def routed(topic, partition, offset, key, value, ts, headers):
-            hs = [(h.key, h.value) for h in headers or ()]
-            return route(pipeline, registry, spec, topic, partition, offset, key, value, ts, hs)
-
         frame = rekeyed.select(
-            "*", ts, stream_of[F.col("topic")].alias("stream"), F.lit(False).alias("keyed")
-        ).withColumn("r", routed("topic", "partition", "offset", "key", "value", "ts", "headers"))
+            "topic", "partition", "offset", "key", "value", ts, "headers",
+            stream_of[F.col("topic")].alias("stream"), F.lit(False).alias("keyed"),
+        )  # fmt: skip
+        if arrow:
+            added = [T.StructField(c, T.StringType()) for c in on_arrow.ROUTED]
+            frame = frame.mapInArrow(
+                lambda batches: on_arrow.routed(pipeline, registry, spec, batches),
+                T.StructType([*frame.schema.fields, *added]),
+            ).select("*", F.struct(*[F.col(c).alias(c[2:] if c == "r_key" else c)
+                                     for c in on_arrow.ROUTED]).alias("r"))  # fmt: skip
+        else:
+            routed_type = "struct<key:string,stage:string,error_type:string,error:string>"
+
+            @F.udf(routed_type)
+            def routed(topic, partition, offset, key, value, ts, headers):
+                hs = [(h.key, h.value) for h in headers or ()]
+                return route(pipeline, registry, spec, topic, partition, offset, key, value,
+                             ts, hs)  # fmt: skip
+
+            frame = frame.withColumn(
+                "r", routed("topic", "partition", "offset", "key", "value", "ts", "headers")
+            )
         parts.append(
             frame.select(
                 kind,
@@ -181,6 +204,10 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
         )
     if not parts:
         return None
+    if arrow and len(parts) == 1 and keyed is not None and _one_task_per_partition(plan, keyed):
+        # keyed by the producer, no state or timers yet: each Kafka partition is a task
+        log.info("%s: %d tasks, one per input partition, no shuffle", spec.group, plan.tasks)
+        return parts[0].select(*columns).sortWithinPartitions("ts", "topic", "partition", "offset")
     events = parts[0]
     for part in parts[1:]:
         events = events.unionByName(part)

@@ -66,6 +66,17 @@ class Range:
     keyed: bool
 
 
+def co_partitioned(ranges: tuple[Range, ...]) -> int | None:
+    """How many Spark tasks read `ranges` without a shuffle: one per topic-partition when every
+    non-empty range is of one input read by its Kafka key (its partition is the key-space
+    partition, so a key's records are all in one), else None (the records are grouped by key
+    in a shuffle)."""
+    ranges = tuple(r for r in ranges if r.end > r.start)
+    if ranges and all(r.keyed for r in ranges) and len({r.topic for r in ranges}) == 1:
+        return len(ranges)
+    return None
+
+
 @dataclass(frozen=True)
 class Plan:
     computation: str

@@ -18,6 +18,7 @@ transaction committed finds its completion record and skips (exactly once across
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -148,6 +149,7 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any]) -> str:
     """Run Spark task `index` of the plan; returns its completion record (JSON): counts, the
     last offset it wrote per output partition, its pending event-time timers' earliest time
     per key-space partition."""
+    began = time.time()
     spec, kafka = settings.spec, settings.kafka
     config = producer_config(
         settings.bootstrap,
@@ -172,6 +174,7 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any]) -> str:
     summary = runner.run(rows)
     collector.flush()
     summary["written"] = [[t, p, o] for (t, p), o in collector.written.items()]
+    summary["began"], summary["ended"] = began, time.time()  # the bench's timeline
     completion = json.dumps(summary).encode()
     producer.produce(settings.backfill_topic, completion, key.encode(), partition=0)
     producer.commit_transaction(120)

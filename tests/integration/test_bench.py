@@ -121,7 +121,7 @@ def test_restore(kafka: str, tmp_path: Path) -> None:
 def test_backfill(kafka: str, tmp_path: Path) -> None:
     _, report = quick_run("backfill", kafka, tmp_path)
     rows = report["rows"]
-    assert [r["contender"] for r in rows] == ["backfill", "streaming"]
+    assert [r["contender"] for r in rows] == ["backfill local[2]", "streaming"]
     for row in rows:
         assert row["outputs"] == row["records"] > 0, row  # one output per input, no more
         assert row["seconds"] > 0 and row["cpu_s"] > 0

@@ -7,7 +7,7 @@ import pytest
 
 from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
 from framework.backfill.driver import backfill
-from framework.backfill.plan import Plan, Range, end_watermark, lag_of
+from framework.backfill.plan import Plan, Range, co_partitioned, end_watermark, lag_of
 from framework.core.api import MIN_TIME
 from framework.core.pipeline import PipelineError
 
@@ -70,6 +70,15 @@ def test_a_computation_with_tables_is_refused_at_start_naming_the_way_out():
     pipeline.computation("join", Nothing, inputs={"in": None}, tables={"t": "p.other.changelog"})
     with pytest.raises(PipelineError, match="logwheel reset"):
         backfill(pipeline, "join", bootstrap="unused:1")
+
+
+def test_input_keyed_by_its_producer_is_read_a_task_per_partition_without_a_shuffle():
+    keyed = (Range("words", 0, 0, 9, "words", True), Range("words", 1, 4, 7, "words", True))
+    assert co_partitioned(keyed) == 2
+    assert co_partitioned((*keyed, Range("words", 2, 5, 5, "words", True))) == 2  # empty
+    assert co_partitioned((*keyed, Range("lines", 0, 0, 3, "lines", True))) is None
+    assert co_partitioned((*keyed, Range("q", 0, 0, 3, "q", False))) is None
+    assert co_partitioned(()) is None
 
 
 @pytest.mark.parametrize(
