@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import KafkaError
 
 from framework.core.pipeline import Pipeline
 from framework.core.watermarks import Unwatermarked
 from framework.errors import Rejoin
-from framework.streaming.committer import Committer
+from framework.streaming.committer import SETTLE_S, Committer
 from framework.streaming.task import InputPartition
 from tests.unit.streaming.fakes import FakeCollector, FakeConsumer
 
@@ -87,3 +89,13 @@ def test_anything_else_ends_the_membership():
     collector.producer.fail_commit = KafkaError(KafkaError._FENCED, fatal=True)
     with pytest.raises(Rejoin, match="commit failed"):
         c.commit([FakeTask()], inputs)
+
+
+def test_the_next_transaction_waits_for_the_broker_to_close_the_last_within_bounds():
+    c, _, inputs = committer()
+    before = time.monotonic()
+    assert c.commit([FakeTask()], inputs)
+    low, high = SETTLE_S
+    assert before + low <= c.settled <= time.monotonic() + high
+    c.settle()
+    assert time.monotonic() >= c.settled
