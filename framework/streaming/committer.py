@@ -57,14 +57,12 @@ class Committer:
             self.producer.init_transactions(TIMEOUT_S)
             self.producer.begin_transaction()
 
-    def settle(self) -> None:
-        """Wait, if needed, until the broker has likely closed the last transaction, so that
-        the next one's first request is not refused and backed off (`SETTLE_S`). Under a light
-        input this is all that stands between two commits; under a backlog it is once a commit
-        interval."""
-        wait = self.settled - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
+    def unsettled(self) -> float:
+        """Seconds until the broker has likely closed the last transaction (`SETTLE_S`): the
+        runner gathers input that long before it sends anything into the next one. Under a
+        light input this is all that stands between two commits; under a backlog a full
+        batch is there at once and nothing waits."""
+        return max(0.0, self.settled - time.monotonic())
 
     def marks_moved(self, tasks: Iterable[Task]) -> bool:
         """Whether some task's mark would promise more than the one it last published."""

@@ -153,7 +153,9 @@ class Runner:
             if member.lost:
                 raise Rejoin("partitions were lost (session timed out?)")
             max_batch = 1 if isolation.isolating else self.max_batch
-            if member.dirty or tasks.restoring:
+            if settling := member.committer.unsettled():  # a full batch returns at once
+                msgs = consumer.consume(max_batch, settling)
+            elif member.dirty or tasks.restoring:
                 msgs = consumer.consume(max_batch, 0)
             else:  # consume() would sit out its whole timeout; poll() returns at the first
                 first = consumer.poll(self._idle_timeout(tasks.running(), quiet))
@@ -185,15 +187,14 @@ class Runner:
             member.collector.poll()
             if time.monotonic() - meter.reported >= 1:
                 meter.report(tasks.running(), tasks.inputs())
-            drained = len(msgs) < max_batch
             busy = msgs or heard or member.dirty or tasks.restoring or tasks.waiting
             quiet = 0 if busy else quiet + 1
             if member.dirty and (
-                drained or isolation.isolating or self._since_commit(member) >= interval
+                len(msgs) < max_batch
+                or isolation.isolating
+                or self._since_commit(member) >= interval
             ):
                 member.commit()
-                if drained:
-                    member.committer.settle()
 
     @staticmethod
     def _since_commit(member: Member) -> float:

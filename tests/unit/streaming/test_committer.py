@@ -97,5 +97,6 @@ def test_the_next_transaction_waits_for_the_broker_to_close_the_last_within_boun
     assert c.commit([FakeTask()], inputs)
     low, high = SETTLE_S
     assert before + low <= c.settled <= time.monotonic() + high
-    c.settle()
-    assert time.monotonic() >= c.settled
+    assert 0 < c.unsettled() <= high
+    time.sleep(high)
+    assert c.unsettled() == 0
