@@ -1,13 +1,18 @@
-"""What an idle job costs the broker and the machine (issue 7 item 5): a two-stage wordcount
-drains a few lines, then sits idle; over `--seconds` the records it adds to
-`__transaction_state` and `__consumer_offsets` (end offsets summed over partitions) and the
-CPU of its processes. Run it on a broker of its own: other clients' transactions count too.
+"""What an idle job costs the broker and the machine (issue 7 item 5, issue 25 item 6): a
+two-stage wordcount drains a few lines, then sits idle; over `--seconds`, the records it adds
+to its own topics and to `__transaction_state` and `__consumer_offsets` (end offsets summed
+over partitions; run on a broker of its own for those two: other clients' transactions count
+too), the CPU of each of its processes (% of one core, from /proc), and what still wakes each
+process: context switches a second per thread kind (the Python loop; librdkafka's broker
+threads, one per client and broker; its main and background threads; RocksDB's).
 
     python bench/idle.py [--seconds S] [--quick] [--bootstrap H:P]
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -15,9 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
 
 from bench import common  # noqa: E402
+from framework.kafka.reading import end_offsets as topic_ends  # noqa: E402
 from framework.kafka.reading import watermark_offsets  # noqa: E402
+from framework.kafka.topics import pipeline_topics  # noqa: E402
 from tests.support import Wordcount  # noqa: E402
 
 QUICK_ARGS = ["--quick"]
@@ -42,30 +50,89 @@ def end_offsets(bootstrap: str) -> dict[str, int]:
         consumer.close()
 
 
+def threads(pid: int) -> dict[int, tuple[str, int, int]]:
+    """Each thread of `pid`: (kind, CPU ticks, context switches so far)."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+            status = (task / "status").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        switches = sum(int(n) for n in re.findall(r"ctxt_switches:\s+(\d+)", status))
+        kind = re.sub(r"\d+$", "", name) if name.startswith("rdk:") else name
+        found[int(task.name)] = (kind, int(fields[11]) + int(fields[12]), switches)
+    return found
+
+
+def sample(pid: int) -> dict[int, dict[int, tuple[str, int, int]]]:
+    """`threads` of every process of the job's tree."""
+    return {p: threads(p) for p in common._tree(pid)}
+
+
+def costs(before: dict, after: dict, seconds: float) -> list[dict]:
+    """Per process: % of a core, and wake-ups a second per thread kind."""
+    tick, rows = os.sysconf("SC_CLK_TCK"), []
+    for pid, now in after.items():
+        then = before.get(pid, {})
+        cpu, wakes = 0, {}
+        for tid, (kind, ticks, switches) in now.items():
+            _, ticks0, switches0 = then.get(tid, (kind, 0, 0))
+            cpu += ticks - ticks0
+            wakes[kind] = wakes.get(kind, 0) + (switches - switches0) / seconds
+        rows.append(
+            {
+                "pid": pid,
+                "threads": len(now),
+                "cpu_pct": 100 * cpu / tick / seconds,
+                "wakeups_per_s": {k: round(v, 1) for k, v in sorted(wakes.items()) if v >= 0.05},
+            }
+        )
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = common.Arguments(__doc__.splitlines()[0], {"seconds": 30}, {"seconds": 3})
+    parser = common.Arguments(__doc__.splitlines()[0], {"seconds": 60}, {"seconds": 5})
     args = parser.parse(argv)
     with common.Workspace(args.bootstrap, "idle", args.keep) as ws:
         wc = Wordcount(args.bootstrap, ws.dir)
+        admin = AdminClient({"bootstrap.servers": args.bootstrap})
+        own = [(t.name, p) for t in pipeline_topics(wc.pipeline) for p in range(t.partitions)]
         wc.send_lines(200)
         job = wc.job().start()
         try:
             wc.read_counts()
             time.sleep(SETTLE_S)
-            before, cpu0 = end_offsets(args.bootstrap), common.cpu_seconds(job.proc.pid)
-            t0 = time.monotonic()
+            before, written = end_offsets(args.bootstrap), topic_ends(admin, own, committed=False)
+            cpu0, t0 = sample(job.proc.pid), time.monotonic()
             time.sleep(args.seconds)
             seconds = time.monotonic() - t0
-            after, cpu1 = end_offsets(args.bootstrap), common.cpu_seconds(job.proc.pid)
+            cpu1 = sample(job.proc.pid)
+            after, now = end_offsets(args.bootstrap), topic_ends(admin, own, committed=False)
         finally:
             job.stop()
     rates = {name: (after[name] - before.get(name, 0)) / seconds for name in after}
-    cpu = None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / seconds
+    rates["its own topics"] = sum(now[tp] - written[tp] for tp in own) / seconds
+    processes = costs(cpu0, cpu1, seconds)
+    load = os.getloadavg()[0]
     for name, rate in rates.items():
         print(f"{name}: {rate:.2f} records/s over {seconds:.0f} s while idle")
-    print("idle CPU: " + ("-" if cpu is None else f"{100 * cpu:.1f}% of a core"))
+    for p in processes:
+        wakes = ", ".join(f"{k} {v:g}/s" for k, v in p["wakeups_per_s"].items())
+        print(f"process {p['pid']}: {p['cpu_pct']:.2f}% of a core; wake-ups: {wakes or 'none'}")
+    worst = max(p["cpu_pct"] for p in processes)
+    print(f"idle CPU: {worst:.2f}% of a core in the busiest process (load {load:.1f})")
     common.write_results(
-        "idle", args, seconds=seconds, records_per_s=rates, cpu_cores=cpu, settle_s=SETTLE_S
+        "idle",
+        args,
+        seconds=seconds,
+        records_per_s=rates,
+        processes=processes,
+        cpu_pct_max=worst,
+        load=load,
+        settle_s=SETTLE_S,
     )
     return 0
 

@@ -100,6 +100,38 @@ def latency(report: dict) -> str:
     )
 
 
+def idle(report: dict) -> str:
+    head = ["process", "% of a core", "wake-ups a second"]
+    table = markdown(
+        head,
+        (
+            [p["pid"], n(p["cpu_pct"], ".2f")]
+            + [", ".join(f"{k} {v:g}" for k, v in p["wakeups_per_s"].items()) or "none"]
+            for p in report["processes"]
+        ),
+    )
+    writes = ", ".join(f"{k} {v:.2f}" for k, v in report["records_per_s"].items())
+    return f"{report['seconds']:.0f} s idle; records/s written: {writes}\n\n{table}"
+
+
+def latency_beside_throughput(latency: dict, throughput: dict) -> str:
+    """Per guarantee, the record delay at a light rate beside the records/s of a backlog:
+    the cadence adapts to both, and neither may be bought with the other."""
+    rates = {r["contender"]: r for r in throughput["rows"]}
+    rows = []
+    for r in latency["rows"]:
+        if r.get("system", "logwheel") != "logwheel":
+            continue
+        out, tp = r["hops"]["output"], rates.get(f"logwheel {r['guarantee']}", {})
+        rows.append(
+            [r["guarantee"], n(out["p50"], ".1f"), n(out["p95"], ".1f"), n(r["load"], ".1f")]
+            + [n(tp.get("records_per_s"), ",.0f"), n(tp.get("cpu_us_per_record"), ".1f")]
+        )
+    head = ["guarantee", f"p50 ms at {latency['rate']:g}/s", "p95 ms", "load"]
+    head += [f"records/s ({throughput['rows'][0]['records']:,})", "CPU µs/record"]
+    return markdown(head, rows)
+
+
 def watermark_lag(report: dict) -> str:
     return markdown(
         ["series", "mean lag ms", "stdev ms", "paper mean ms"],
@@ -135,6 +167,7 @@ RENDER: dict[str, Callable[[dict], str]] = {
     "latency": latency,
     "watermark_lag": watermark_lag,
     "windowed": windowed,
+    "idle": idle,
 }
 
 
@@ -172,6 +205,9 @@ def summarize(names: Sequence[str], quick: bool, elapsed_s: float | None = None)
     for name, render in RENDER.items():
         if name in reports:
             parts.append(f"### {name}\n\n{render(reports[name])}")
+    if "latency" in reports and "throughput" in reports:
+        side = latency_beside_throughput(reports["latency"], reports["throughput"])
+        parts.append(f"### latency beside throughput\n\n{side}")
     parts.append(f"(all results: {common.shown(latest)})")
     return "\n\n".join(parts)
 

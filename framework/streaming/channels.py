@@ -86,8 +86,11 @@ class WatermarkChannels:
                 raise Unreachable(f"transactions in {waiting} still open after {timeout:.0f} s")
             time.sleep(0.05)
 
-    def poll(self) -> None:
-        self._apply(records(self._consumer.consume(1000, 0)))
+    def poll(self) -> int:
+        """Apply the marks published since the last call; returns how many were read."""
+        msgs = records(self._consumer.consume(1000, 0))
+        self._apply(msgs)
+        return len(msgs)
 
     def _apply(self, msgs: list) -> None:
         decoded: list[tuple[Message, Mark | None]] = []

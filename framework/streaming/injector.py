@@ -78,6 +78,7 @@ class Injector:
         self._producer.begin_transaction()
         self.watermark = MIN_TIME
         self._sequence = 0
+        self._promised: tuple[int, bool, int] | None = None  # watermark, idle, records sent
         self._id_prefix = f"{txn_id}-{time.time_ns():x}-"
 
     def _claim_streams(self) -> None:
@@ -116,9 +117,13 @@ class Injector:
     def advance(self, watermark: int, *, idle: bool = False) -> None:
         """Commit what was sent and promise that nothing later is older than `watermark`; a
         promise beyond wall time plus `max_future_ms` (a file stamped in the future) promises
-        only that much."""
+        only that much; nothing at all if neither moved since the last promise (an idle
+        injector that advances on a timer writes nothing to the broker)."""
         watermark = min(watermark, now_ms() + self._max_future)
         self.watermark = max(self.watermark, watermark)
+        promise = (self.watermark, idle, self._sequence)
+        if promise == self._promised:
+            return
         try:
             self._collector.flush()
             written = self._collector.written
@@ -136,6 +141,7 @@ class Injector:
             self._producer.commit_transaction(60)
         except KafkaException as error:
             raise Fatal(f"injector commit failed: {error}") from error
+        self._promised = promise
         self._producer.begin_transaction()
 
     def close(self) -> None:

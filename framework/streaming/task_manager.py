@@ -193,15 +193,18 @@ class TaskManager:
         partitions = [(t, p) for t in task.outputs for p in range(self.rt.partitions.get(t, 0))]
         self.rt.collector.claim_ends(partitions, self.admin, TIMEOUT_S)
 
-    def catch_up_positions(self) -> None:
+    def catch_up_positions(self) -> int:
         """Read positions move past transaction markers too, which no message reports: take
         them from the consumer when idle, or a mark naming a marker's offset (as a takeover's
-        claim of its outputs' end offsets does) would never apply."""
+        claim of its outputs' end offsets does) would never apply. Returns how many moved."""
         tps = [TopicPartition(topic, p) for topic, p in self.routes]
+        moved = 0
         for tp in self.consumer.position(tps):
             route = self.routes.get((tp.topic, tp.partition))
             if route is not None and tp.offset > route[1].position:
                 route[1].position = tp.offset
+                moved += 1
+        return moved
 
     def rewind(self) -> None:
         """A commit was aborted: rebuild every task from its committed state (the local store

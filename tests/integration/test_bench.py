@@ -130,8 +130,13 @@ def test_backfill(kafka: str, tmp_path: Path) -> None:
 
 def test_idle(kafka: str, tmp_path: Path) -> None:
     _, report = quick_run("idle", kafka, tmp_path)
-    assert set(report["records_per_s"]) == {"__transaction_state", "__consumer_offsets"}
-    assert report["seconds"] >= 3 and report["cpu_cores"] is not None
+    assert set(report["records_per_s"]) == {
+        "__transaction_state",
+        "__consumer_offsets",
+        "its own topics",
+    }
+    assert report["seconds"] >= 3 and len(report["processes"]) == 3  # supervisor + 2 stages
+    assert all(p["threads"] >= 1 and p["cpu_pct"] >= 0 for p in report["processes"])
 
 
 def test_windowed(kafka: str, tmp_path: Path) -> None:

@@ -246,3 +246,23 @@ def test_a_new_incarnation_claims_what_the_last_one_wrote(kafka):
         assert reader.value() == (None, False), f"applied to partition {p} before reading it"
         reader.advance(ends[(source, p)])  # past the records and their commit markers
         assert reader.value() == (BASE + 2 * WINDOW, False)
+
+
+def test_an_injector_that_promises_nothing_new_writes_nothing(kafka):
+    """An idle injector advancing on a timer: the same promise again, with nothing sent, is no
+    transaction and no mark (issue 25: an idle job writes nothing to the broker)."""
+    name = unique_name("inj-idle")
+    pipeline = Pipeline(name, partitions=1).source(
+        f"{name}-src", watermark=InjectorWatermark("gen")
+    )
+    channel = f"{name}.gen.watermarks"
+    admin = AdminClient({"bootstrap.servers": kafka})
+    with Injector(pipeline, "gen", bootstrap=kafka) as injector:
+        injector.advance(BASE)
+        written = end_offsets(admin, [(channel, 0)], committed=False)
+        for _ in range(3):
+            injector.advance(BASE)  # nothing moved
+            injector.advance(BASE - 1)  # a lower promise is the same promise
+        assert end_offsets(admin, [(channel, 0)], committed=False) == written
+        injector.advance(BASE + 1)  # and a new one is published
+        assert end_offsets(admin, [(channel, 0)], committed=False) != written

@@ -5,6 +5,8 @@ broker restart died in `create_topics` with a transport error)."""
 from __future__ import annotations
 
 import threading
+import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
@@ -210,3 +212,18 @@ def test_a_close_survives_the_consumer_raising_a_bare_kafka_error():
     member.consumer.close = close
     member.close(clean=False)
     assert calls[-3:] == ["tasks.close", "channels.close", "restorer.close"], calls
+
+
+def test_an_idle_poll_waits_longer_each_quiet_round_up_to_its_bound_and_never_past_a_timer():
+    runner = Runner(_pipeline(), "c", bootstrap="unused", state_dir=Path("unused"))
+    waits = [runner._idle_timeout([], quiet) for quiet in range(12)]
+    assert waits[0] == runner.idle_poll_s
+    assert waits == sorted(waits) and waits[-1] == runner_module.IDLE_POLL_MAX_S
+
+    class Timed:
+        class executor:
+            @staticmethod
+            def next_processing_timer():
+                return time.time() * 1000 + 30
+
+    assert runner._idle_timeout([Timed()], 10) <= 0.031
