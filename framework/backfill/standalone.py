@@ -89,7 +89,7 @@ def _wait_for_workers(ui: int, workers: int, work: Path) -> None:
             with urllib.request.urlopen(f"http://{LOOPBACK}:{ui}/json/", timeout=5) as answer:
                 if json.load(answer).get("aliveworkers", 0) >= workers:
                     return
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or its UI still serving a page, not JSON
             pass
         time.sleep(0.5)
     logs = "; ".join(

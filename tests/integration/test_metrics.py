@@ -39,7 +39,7 @@ def test_metrics_after_a_run(kafka, tmp_path):
         wc.read_counts()
         ports = wait_for(
             lambda: (
-                (p := re.findall(r"metrics on http://0\.0\.0\.0:(\d+)/", job.output()))
+                (p := re.findall(r"metrics on http://127\.0\.0\.1:(\d+)/", job.output()))
                 and len(p) == 2
                 and p
             ),

@@ -112,7 +112,7 @@ def test_a_registry_away_mid_run_holds_the_record_and_loses_nothing(kafka, tmp_p
         keys = sorted(m.key().decode() for m in held)  # the output's key is the word
         assert keys == ["a1", "a2", "a3", "b1", "b2"], keys
         assert job.alive(), job.output()[-3000:]
-        port = int(re.search(r"metrics on http://0\.0\.0\.0:(\d+)/", job.output()).group(1))
+        port = int(re.search(r"metrics on http://127\.0\.0\.1:(\d+)/", job.output()).group(1))
         assert wait_for(lambda: _held(port) == 1, 30, what="logwheel_held_partitions 1")
 
         server.start(say=lambda _: None)  # same home, same port: the ids are kept
