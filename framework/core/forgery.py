@@ -89,20 +89,6 @@ def check_ends(mark: Mark, ends: dict[tuple[str, int], int]) -> None:
             )
 
 
-def merge_ends(known: dict[tuple[str, int], int], answers: dict[tuple[str, int], int]) -> set:
-    """Fold the broker's answers into the `known` end offsets (ends only grow) and return the
-    partitions it could not say the end of (a negative offset: its leader moving, a broker
-    down): a mark is not judged against an end nobody knows, since a genuine one would be
-    refused for good."""
-    unknown = set()
-    for tp, end in answers.items():
-        if end < 0:
-            unknown.add(tp)
-        else:
-            known[tp] = max(end, known.get(tp, 0))
-    return unknown
-
-
 def checked_timer(key: bytes | None, raw: bytes) -> Timer:
     """The timer a journal record carries; ForgedRecord (stage "timers") if it does not
     decode, names another (key, tag) than its journal key, or an unknown domain."""

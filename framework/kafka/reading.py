@@ -119,7 +119,11 @@ def end_offsets(
 
     def ask() -> dict[Partition, int]:
         answers = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
-        return {(tp.topic, tp.partition): f.result().offset for tp, f in answers.items()}
+        ends = {(tp.topic, tp.partition): f.result().offset for tp, f in answers.items()}
+        unknown = sorted(tp for tp, end in ends.items() if end < 0)
+        if unknown:  # -1001 while a broker restarts: no end, but a leader on its way
+            raise Unreachable(f"no end offset yet for {unknown}")
+        return ends
 
     return _asking_again(ask, timeout)
 

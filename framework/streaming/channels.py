@@ -17,7 +17,6 @@ from framework.core.forgery import (
     check_ends,
     check_mark,
     check_names,
-    merge_ends,
 )
 from framework.core.watermarks import Mark, Published, decode_mark
 from framework.errors import ForgedRecord
@@ -109,7 +108,7 @@ class WatermarkChannels:
             except Exception as error:  # never a crash: refused, counted, said once a minute
                 undecodable(msg.topic(), error)
                 self._refused_record(msg, ForgedRecord("watermark", f"undecodable: {error}"))
-        unknown = self._learn_ends(mark for _, mark in decoded if mark is not None)
+        self._learn_ends(mark for _, mark in decoded if mark is not None)
         for msg, mark in decoded:
             if mark is None:
                 self._latest.pop(f"{msg.topic()}|{msg.key().decode(errors='replace')}", None)
@@ -118,8 +117,7 @@ class WatermarkChannels:
             listeners = self._listeners.get(name, ())
             try:
                 check_mark(mark, self._wall(), self._allowance)
-                checked = [tp for tp in self._checked(mark) if tp not in unknown]
-                check_ends(mark, {tp: self._ends.get(tp, 0) for tp in checked})
+                check_ends(mark, {tp: self._ends.get(tp, 0) for tp in self._checked(mark)})
                 for listener in listeners:
                     check_names(mark, listener.topic, listener.partition)
             except ForgedRecord as forged:
@@ -132,10 +130,9 @@ class WatermarkChannels:
     def _checked(self, mark: Mark) -> list[tuple[str, int]]:
         return [tp for tp in mark.offsets if tp[0] in self._counts]
 
-    def _learn_ends(self, marks: Iterable[Mark]) -> set[tuple[str, int]]:
+    def _learn_ends(self, marks: Iterable[Mark]) -> None:
         """Ask the broker, at once for a batch, where the partitions end that some mark names
-        beyond the ends known so far (a partition outside the topic's count ends at 0); returns
-        those whose end it could not say."""
+        beyond the ends known so far (a partition outside the topic's count ends at 0)."""
         wanted = set()
         for mark in marks:
             for tp in self._checked(mark):
@@ -143,9 +140,8 @@ class WatermarkChannels:
                     self._ends[tp] = 0
                 elif mark.offsets[tp] >= self._ends.get(tp, 0):
                     wanted.add(tp)
-        if not wanted:
-            return set()
-        return merge_ends(self._ends, end_offsets(self._admin, sorted(wanted), committed=False))
+        if wanted:
+            self._ends.update(end_offsets(self._admin, sorted(wanted), committed=False))
 
     def _refused_record(self, msg: Message, forged: ForgedRecord) -> None:
         if (msg.topic(), msg.offset()) in self._refused:

@@ -15,7 +15,6 @@ from framework.core.forgery import (
     check_mark,
     check_names,
     checked_timer,
-    merge_ends,
 )
 from framework.core.pipeline import InjectorWatermark
 from framework.core.timers import encode_timer, timer_key
@@ -62,10 +61,3 @@ def test_a_timer_entry_must_decode_and_sit_under_its_own_key():
     with pytest.raises(ForgedRecord, match="undecodable timer entry") as refused:
         checked_timer(timer_key("k", "t"), b"\x00garbage")
     assert refused.value.stage == "timers"
-
-
-def test_an_end_the_broker_could_not_say_is_not_judged_and_known_ends_only_grow():
-    known = {("s", 0): 300}
-    unknown = merge_ends(known, {("s", 0): 250, ("s", 1): -1001, ("t", 0): 7})
-    assert unknown == {("s", 1)}
-    assert known == {("s", 0): 300, ("t", 0): 7}
