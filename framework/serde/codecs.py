@@ -250,11 +250,14 @@ def avro_encoder(name: str, schema: Any, header: bytes) -> Encoder:
     if _write_data is not None:
         named: dict[str, Any] = {}
         parsed = parse_schema(schema, named_schemas=named)
+        write = _record_writer(parsed, named) or (
+            lambda out, value: _write_data(out, value, parsed, named, "", _WRITE_OPTIONS)
+        )
 
         def encode_compiled(value: Any) -> bytes:
             out = bytearray(header)
             try:
-                _write_data(out, value, parsed, named, "", _WRITE_OPTIONS)
+                write(out, value)
             except Exception as exc:
                 raise EncodeError(_misfit(name, parsed, value, exc)) from exc
             return bytes(out)
@@ -271,6 +274,38 @@ def avro_encoder(name: str, schema: Any, header: bytes) -> Encoder:
         return out.getvalue()
 
     return encode
+
+
+def _record_writer(parsed: Any, named: dict[str, Any]) -> Callable[[bytearray, Any], None] | None:
+    """A writer of a record schema's values that hands each field to fastavro's compiled
+    writer: what fastavro's record writer does under `strict_allow_default` (no field beyond
+    the schema, none missing but those with a default, floats cast), without walking the
+    record's schema again on every call, which cost more than writing the fields (0.95 ->
+    0.55 us for wordcount.WordCount). None for a schema that is not a record."""
+    if not isinstance(parsed, dict) or parsed.get("type") != "record":
+        return None
+    names = frozenset(f["name"] for f in parsed["fields"])
+    fields = [
+        (f["name"], f["type"], "default" in f, f.get("default"), f["type"] in ("float", "double"))
+        for f in parsed["fields"]
+    ]
+
+    def write(out: bytearray, value: Any) -> None:
+        if not value.keys() <= names:
+            extras = ", ".join(k for k in value if k not in names)
+            raise ValueError(f"record contains more fields than the schema specifies: {extras}")
+        for name, kind, has_default, default, cast in fields:
+            if name in value:
+                item = value[name]
+            elif has_default:
+                item = default
+            else:
+                raise ValueError(
+                    f"Field {name} is specified in the schema but missing from the record"
+                )
+            _write_data(out, float(item) if cast else item, kind, named, name, _WRITE_OPTIONS)
+
+    return write
 
 
 def load_schemas(*directories: str | os.PathLike[str]) -> Schemas:
