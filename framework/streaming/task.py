@@ -395,20 +395,17 @@ class KeyedTask(Task):
     # -- commit -------------------------------------------------------------------------------
 
     def prepare_commit(self) -> None:
-        spec, send, p = self.rt.spec, self.rt.collector.send, self.partition
+        spec, send_all, p = self.rt.spec, self.rt.collector.send_all, self.partition
         self._states = [(key.encode(), raw) for key, raw in self.executor.state.changes()]
-        for key, value in self._states:
-            send(spec.changelog, key, value, partition=p)
+        send_all((spec.changelog, key, value, p, 0, None) for key, value in self._states)
         self._timers = [
             (timer_key(key, tag), encode_timer(key, tag, timer))
             for key, tag, timer in self.executor.timers.changes()
         ]
-        for key, value in self._timers:
-            send(spec.timers, key, value, partition=p)
+        send_all((spec.timers, key, value, p, 0, None) for key, value in self._timers)
         if self.executor.ids is not None:
             self._ids = self.executor.ids.changes()
-            for segment in self._ids:
-                send(spec.ids, segment.key, segment.value, partition=p)
+            send_all((spec.ids, s.key, s.value, p, 0, None) for s in self._ids)
 
     def committed(self) -> None:
         written = self.rt.collector.written
