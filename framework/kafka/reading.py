@@ -190,21 +190,23 @@ class Ends:
 
     def records(self, msgs: Iterable[Message]) -> list[Message]:
         """`records(msgs)`, noting the partitions whose end they reach."""
-        out, pending = [], self.pending
+        out, pending, moved = [], self.pending, False
         for msg in msgs:
             err = msg.error()
             if err is None:
                 out.append(msg)
                 tp = (msg.topic(), msg.partition())
                 if tp in pending:
-                    self.moved = self.clock()
+                    moved = True
                     if msg.offset() + 1 >= self.ends[tp]:
                         pending.discard(tp)
             elif err.code() == KafkaError._PARTITION_EOF:
                 pending.discard((msg.topic(), msg.partition()))
-                self.moved = self.clock()
+                moved = True
             else:
                 check(err)
+        if moved:
+            self.moved = self.clock()
         return out
 
     def check_positions(self) -> None:
