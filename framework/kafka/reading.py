@@ -148,13 +148,20 @@ class Ends:
     last stable offset). It is reached when the consumer reports the partition's end
     (`enable.partition.eof`), hands over the record before it, or has a position past it — a
     transaction's marker takes an offset that no message reports.
+
+    `moved` is when the reading last went forward (a record, an end reached, a position that
+    changed, partitions added): a reader that stands still while partitions are pending waits
+    on its client, not on the data (`stalled_for`).
     """
 
-    def __init__(self, consumer: Consumer) -> None:
+    def __init__(self, consumer: Consumer, clock: Callable[[], float] = time.monotonic) -> None:
         self.consumer = consumer
+        self.clock = clock
         self.ends: dict[Partition, int] = {}
         self.pending: set[Partition] = set()
         self.backlog = 0  # records (and markers) between the starts and the ends
+        self.moved = clock()
+        self._positions: dict[Partition, int] = {}  # of the pending partitions, last seen
 
     def add(self, partitions: Iterable[Partition], starts: Mapping[Partition, int] = {}) -> None:
         """Read these partitions to where they end now, from `starts` (else their start)."""
@@ -165,11 +172,17 @@ class Ends:
             if high > start:
                 self.pending.add((topic, partition))
                 self.backlog += high - start
+        self.moved = self.clock()
 
     def remove(self, partitions: Iterable[Partition]) -> None:
         for tp in partitions:
             self.ends.pop(tp, None)
             self.pending.discard(tp)
+            self._positions.pop(tp, None)
+
+    def stalled_for(self) -> float:
+        """Seconds since the reading last went forward while partitions are pending, else 0."""
+        return self.clock() - self.moved if self.pending else 0.0
 
     @property
     def done(self) -> bool:
@@ -177,26 +190,35 @@ class Ends:
 
     def records(self, msgs: Iterable[Message]) -> list[Message]:
         """`records(msgs)`, noting the partitions whose end they reach."""
-        out, pending = [], self.pending
+        out, pending, moved = [], self.pending, False
         for msg in msgs:
             err = msg.error()
             if err is None:
                 out.append(msg)
                 tp = (msg.topic(), msg.partition())
-                if tp in pending and msg.offset() + 1 >= self.ends[tp]:
-                    pending.discard(tp)
+                if tp in pending:
+                    moved = True
+                    if msg.offset() + 1 >= self.ends[tp]:
+                        pending.discard(tp)
             elif err.code() == KafkaError._PARTITION_EOF:
                 pending.discard((msg.topic(), msg.partition()))
+                moved = True
             else:
                 check(err)
+        if moved:
+            self.moved = self.clock()
         return out
 
     def check_positions(self) -> None:
         """Partitions whose position has passed their end (past a transaction's marker)."""
         if self.pending:
             for tp in self.consumer.position([TopicPartition(*tp) for tp in self.pending]):
-                if tp.offset >= self.ends[(tp.topic, tp.partition)]:
-                    self.pending.discard((tp.topic, tp.partition))
+                at = (tp.topic, tp.partition)
+                if self._positions.get(at) != tp.offset:
+                    self._positions[at] = tp.offset
+                    self.moved = self.clock()
+                if tp.offset >= self.ends[at]:
+                    self.pending.discard(at)
 
 
 def read_to_end(

@@ -10,6 +10,10 @@ A store whose checkpoint the journals contradict — written for topics since de
 created again (`reset --wipe-state`), or beyond their end — is a corrupted task: it is wiped
 and restored from the start instead of silently bringing old state back. A timer entry no
 task could have written (framework/core/forgery.py) is refused, never restored.
+
+A restore that stands still for `STUCK_S` waits on its client, not on the data (its ends are
+where the broker said the journals end, read_committed: the last stable offset, which an
+open transaction cannot hold beyond): it is given up (Rejoin) for new clients.
 """
 
 from __future__ import annotations
@@ -26,12 +30,21 @@ from framework.core.dedup import Segment
 from framework.core.forgery import checked_timer
 from framework.core.metrics import RESTORE_SECONDS, RESTORED_RECORDS
 from framework.core.pipeline import ComputationSpec
-from framework.errors import ForgedRecord, TaskCorrupted
+from framework.errors import ForgedRecord, Rejoin, TaskCorrupted
 from framework.kafka.reading import Ends, watermark_offsets
 from framework.state.store import TaskStore
 
 log = logging.getLogger(__name__)
 _BATCH = 5_000
+STUCK_S = 20.0
+"""How long a restore may stand still (no record, no end reached, no position moved) before
+its clients are given up for a new membership's. A leader that moves after its broker died
+holds a restore for the controller's fencing (`broker.session.timeout.ms`, 9 s): 10-12 s
+measured on three brokers, with a consumer made before or after a SIGKILL or SIGSTOP of the
+leader's broker. A restore once stood at "0 records" for about 2 minutes while a broker of
+three was down (issue 24; what its client waited on was not caught), as idle clients met stale
+leaders and leader epochs for 30-45 s where new ones read at once (framework.kafka.reading):
+whatever a client waits on, this and a rejoin bound the stall."""
 
 
 @dataclass
@@ -51,6 +64,7 @@ class Restorer:
         spec: ComputationSpec,
         topic_ids: dict[str, str],
         refuse: Callable[[Message, ForgedRecord], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.consumer = consumer
         self.refuse = refuse  # where a forged timer entry met restoring a task goes
@@ -58,8 +72,9 @@ class Restorer:
         self.topic_ids = topic_ids
         self.journals = {topic: name for name, topic in spec.journals.items()}
         self._tasks: dict[int, _Progress] = {}
-        self._ends = Ends(consumer)
-        self._reported = time.monotonic()
+        self._clock = clock
+        self._ends = Ends(consumer, clock)
+        self._reported = clock()
 
     def add(self, partition: int, store: TaskStore, *, standby: bool = False) -> None:
         """Start restoring `store` of task `partition` from its checkpoint (else the start);
@@ -71,6 +86,8 @@ class Restorer:
             store.wipe()
             checkpoint = {}
         store.set_topic_ids(self.topic_ids)
+        if not standby and not self.restoring():
+            self._reported = self._clock()  # a restore is reported once it has lasted 5 s
         self._tasks[partition] = _Progress(store, standby=standby)
         if not standby:
             self._ends.add(
@@ -134,6 +151,11 @@ class Restorer:
             task.store.apply(journals["changelog"], journals["timers"], offsets, ids)
             task.applied += sum(map(len, journals.values()))
         self._ends.check_positions()
+        if self._ends.stalled_for() > STUCK_S:
+            raise Rejoin(
+                f"the restore of {sorted(self._ends.pending)} has not moved for "
+                f"{self._ends.stalled_for():.0f} s: new clients read it again"
+            )
         self._report()
         pending = {p for _, p in self._ends.pending}
         done = [(p, t) for p, t in self._tasks.items() if p not in pending and not t.standby]
@@ -170,8 +192,8 @@ class Restorer:
         return True
 
     def _report(self) -> None:
-        if self._tasks and time.monotonic() - self._reported > 5:
-            self._reported = time.monotonic()
+        if self._tasks and self._clock() - self._reported > 5:
+            self._reported = self._clock()
             for p, task in self._tasks.items():
                 if task.standby:
                     continue

@@ -1,12 +1,16 @@
 """Restoring a task's store from its changelog and timer journal (invariant 2), with the
 journals served from memory: a batch per `step`, resumed from the checkpoint, wiped when the
-journals contradict it (a corrupted task), and standbys followed until removed."""
+journals contradict it (a corrupted task), standbys followed until removed, and a restore whose
+client stands still given up for new clients."""
 
 from __future__ import annotations
 
+import pytest
+
 from framework.core.api import Timer
 from framework.core.timers import decode_timer, encode_timer, timer_key
-from framework.state.restore import Restorer
+from framework.errors import Rejoin
+from framework.state.restore import STUCK_S, Restorer
 from framework.state.store import TaskStore
 from jobs.wordcount import build
 from tests.unit.state.fakes import FakeLog
@@ -108,4 +112,56 @@ def test_a_standby_is_followed_without_end_until_it_is_removed(tmp_path):
     assert not restorer.busy() and log.positions == {}
     log.write(SPEC.changelog, 1, (b"cy", b'{"n":3}'))
     assert restorer.step() == [] and store.load("cy") is None
+    store.close()
+
+
+class StuckLog(FakeLog):
+    """A client that hands nothing over and whose position stands still: what a restore's
+    consumer did for about 2 minutes after a broker of three was killed (issue 24)."""
+
+    def consume(self, num_messages=1, timeout=-1):
+        return []
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_restore_that_stands_still_gives_its_client_up_for_a_new_membership(tmp_path):
+    log, clock = StuckLog(), Clock()
+    log.write(SPEC.changelog, 1, (b"ann", b'{"n":1}'))
+    store = _store(tmp_path)
+    restorer = Restorer(log, SPEC, IDS, clock=clock)
+    restorer.add(1, store)
+    for _ in range(3):  # a leader moving after its broker died: the fencing's 10 s or so
+        clock.now += 6
+        assert restorer.step() == []
+    clock.now += STUCK_S
+    with pytest.raises(Rejoin, match="has not moved for 32 s"):
+        restorer.step()
+    store.close()
+
+
+class SlowLog(FakeLog):
+    """A client that hands over one record per batch."""
+
+    def consume(self, num_messages=1, timeout=-1):
+        return super().consume(1, timeout)
+
+
+def test_a_slow_restore_that_keeps_moving_is_never_given_up(tmp_path):
+    log, clock = SlowLog(), Clock()
+    log.write(SPEC.changelog, 1, *[(f"w{i}".encode(), b'{"n":1}') for i in range(5)])
+    store = _store(tmp_path)
+    restorer = Restorer(log, SPEC, IDS, clock=clock)
+    restorer.add(1, store)
+    done = []
+    while not done:
+        clock.now += STUCK_S + 1
+        done = restorer.step()
+    assert done == [(1, store)] and store.load("w4") == b'{"n":1}'
     store.close()
