@@ -1,8 +1,10 @@
-"""One seeded chaos run: a broker of its own, wordcount and the windowed pipeline with two
-instances of every computation, both inputs fed at a steady rate with malformed records mixed
-in, the schedule of faults drawn from the seed, then the verifier.
+"""One seeded chaos run: a broker of its own (or, in the cluster mode, a cluster of three
+behind Toxiproxy: `cluster.py`), wordcount and the windowed pipeline with two instances of
+every computation, both inputs fed at a steady rate with malformed records mixed in, the
+schedule of faults drawn from the seed, then the verifier.
 
-`python -m tests.chaos.seeded.run --seed N [--full] [--at-least-once]` replays a run by hand.
+`python -m tests.chaos.seeded.run [--cluster] --seed N [--full] [--at-least-once]` replays a
+run by hand.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from framework.ops.status import status
+from tests.chaos.seeded.cluster import ClusterBroker
 from tests.chaos.seeded.faults import (
     CLIENT_SETTINGS,
     ChaosBroker,
@@ -29,7 +32,14 @@ from tests.chaos.seeded.faults import (
     instances_of,
     write_config,
 )
-from tests.chaos.seeded.schedule import KINDS, by_kind, draw
+from tests.chaos.seeded.schedule import (
+    CLUSTER_KINDS,
+    CLUSTER_MODE_KINDS,
+    KINDS,
+    PROCESS_KINDS,
+    by_kind,
+    draw,
+)
 from tests.chaos.seeded.verifier import Report, summary, verify_windows, verify_wordcount
 from tests.chaos.seeded.workload import EventsFeeder, LinesFeeder, Malformed, open_input_topics
 from tests.chaos.windows_job import BUCKET
@@ -47,12 +57,18 @@ class Size:
     windows: int
     per_window: int
     span: float  # seconds over which the faults are spread
-    per_kind: int
+    per_kind: int | dict[str, int]
     kinds: tuple[str, ...] = KINDS
     instances: int = 2
     settle_s: float = 300  # longest wait, once fed, for the pipelines to finish
     commit_interval_ms: int | None = None  # `logwheel run --commit-interval-ms`, if not default
     backlog: bool = False  # the whole input first, then the instances (FaultInjector.on_backlog)
+    cluster: bool = False  # three nodes behind Toxiproxy (cluster.py), not one broker
+    cut_hold: tuple[float, float] = (5.0, 60.0)  # how long a proxy cut lasts
+
+    def count(self, kind: str) -> int:
+        """How many faults of `kind` the run draws."""
+        return self.per_kind[kind] if isinstance(self.per_kind, dict) else self.per_kind
 
 
 FULL_RUN = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
@@ -67,6 +83,19 @@ FULL = Size(
 )  # fmt: skip
 
 
+CLUSTER_REDUCED = Size(
+    lines=20_000, line_rate=250, windows=80, per_window=140, span=80, cluster=True,
+    per_kind={**dict.fromkeys(PROCESS_KINDS, 2), **dict.fromkeys(CLUSTER_KINDS, 1)},
+    kinds=CLUSTER_MODE_KINDS, cut_hold=(5.0, 12.0),
+)  # fmt: skip
+"""`make test`'s cluster mode: two of each process fault, one of each broker and network kind."""
+CLUSTER_FULL = Size(
+    lines=820_000, line_rate=1_200, windows=700, per_window=320, span=680, cluster=True,
+    per_kind=5, kinds=CLUSTER_MODE_KINDS, settle_s=1200,
+)  # fmt: skip
+"""`make chaos`'s cluster mode: 1,000,000+ records, five faults of each of ten kinds."""
+
+
 @dataclass
 class Outcome:
     seed: int
@@ -77,6 +106,7 @@ class Outcome:
     crashes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    hanging: list[str] = field(default_factory=list)  # find-hanging's rows (cluster mode)
 
 
 class OutputSampler(threading.Thread):
@@ -153,7 +183,7 @@ def write_timeline(path: Path, injector: FaultInjector, sampler: OutputSampler) 
 
 def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once") -> Outcome:
     began = time.monotonic()
-    broker = ChaosBroker(root / "broker")
+    broker = ClusterBroker(root / "cluster") if size.cluster else ChaosBroker(root / "broker")
     bootstrap = broker.start()
     instances, sampler = [], None
     try:
@@ -182,7 +212,10 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
             dict(CLIENT_SETTINGS),
         )  # fmt: skip
         malformed = Malformed(bootstrap, f"{wc.prefix}lines", f"{win.prefix}events", seed)
-        faults = draw(seed, size.span, size.per_kind, len(instances), kinds=size.kinds)
+        faults = draw(
+            seed, size.span, size.per_kind, len(instances), kinds=size.kinds,
+            cut_hold=size.cut_hold,
+        )  # fmt: skip
         print(f"chaos seed={seed}: {len(faults)} faults over {size.span:.0f}s, "
               f"{len(instances)} instances, logs in {root / 'logs'}", flush=True)  # fmt: skip
         _start_work(size, instances, [lines, events])
@@ -209,6 +242,10 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         verify_wordcount(report, bootstrap, wc.name, wc.prefix)
         verify_windows(report, bootstrap, win.name, win.prefix)
         times = [injector.started + d.began for d in injector.done]
+        hanging = None
+        if size.cluster:  # only faults that met two nodes or more up and reachable
+            times = [t for t in times if broker.up_at(t) >= 2]
+            hanging = broker.find_hanging()
         stall = sampler.longest_stall(times, fed)
         write_timeline(root / "timeline.txt", injector, sampler)
         kinds = by_kind([d.fault for d in injector.done])
@@ -217,9 +254,10 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
             report,
             injector.done,
             stall,
-            summary(seed, report, kinds, stall),
+            summary(seed, report, kinds, stall, hanging),
             [c for inst in instances for c in inst.crashes],
             injector.errors,
+            hanging=hanging or [],
         )
     finally:
         if sampler is not None:
@@ -260,15 +298,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--full", action="store_true")
+    parser.add_argument("--cluster", action="store_true", help="three nodes behind Toxiproxy")
     parser.add_argument("--at-least-once", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="logwheel-chaos-"))
     guarantee = "at_least_once" if args.at_least_once else "exactly_once"
     try:
-        outcome = run_chaos(root, args.seed, FULL if args.full else REDUCED, guarantee)
+        sizes = {False: (REDUCED, FULL), True: (CLUSTER_REDUCED, CLUSTER_FULL)}[args.cluster]
+        outcome = run_chaos(root, args.seed, sizes[args.full], guarantee)
         print(outcome.line)
-        for line in outcome.report.details + outcome.crashes + outcome.errors:
+        for line in outcome.report.details + outcome.crashes + outcome.errors + outcome.hanging:
             print("  " + line[:400])
         print(f"run time {outcome.seconds:.0f}s")
     finally:
