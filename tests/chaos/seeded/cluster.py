@@ -201,7 +201,16 @@ class ClusterBroker:
             done = subprocess.run(command, capture_output=True, text=True, timeout=180)
             if done.returncode != 0:
                 raise RuntimeError(f"find-hanging on node {node}: {done.stderr[-500:]}")
-            for line in done.stdout.splitlines():
-                if line.count("\t") >= 7 and not line.startswith("Topic\t"):  # a row
-                    rows.append(f"node {node}: {line.strip()}")
+            rows += [f"node {node}: {row}" for row in hanging_rows(done.stdout)]
         return rows
+
+
+def hanging_rows(output: str) -> list[str]:
+    """The transactions `find-hanging` printed: the rows of its tab-separated table (Topic,
+    Partition, ProducerId, ProducerEpoch, CoordinatorEpoch, StartOffset, LastTimestamp,
+    Duration(min)) after the header, which it prints alone when it finds none."""
+    return [
+        line.strip()
+        for line in output.splitlines()
+        if line.count("\t") >= 7 and not line.startswith("Topic\t")
+    ]
