@@ -163,6 +163,21 @@ class OutputSampler(threading.Thread):
         return [(a, b - a) for a, b in zip(times, times[1:], strict=False) if b - a > longer_than]
 
 
+def assert_passed(outcome: Outcome, size: Size, records: int) -> None:
+    """What every seeded run must show: every fault done, no process that died by itself,
+    every kind drawn as often as `size` says, `records` at least, and nothing lost,
+    duplicated or wrong (a cluster run: no hanging transaction either)."""
+    print(outcome.line)
+    details = "\n".join(outcome.report.details + outcome.errors + outcome.crashes)
+    assert not outcome.errors, f"faults that could not be done:\n{details}"
+    assert not outcome.crashes, f"processes that died by themselves:\n{details}"
+    faults = by_kind([d.fault for d in outcome.faults])
+    assert all(faults.get(kind, 0) >= size.count(kind) for kind in size.kinds), faults
+    assert outcome.report.records >= records
+    assert outcome.report.ok, f"{outcome.line}\n{details}"
+    assert not outcome.hanging, "\n".join(outcome.hanging)
+
+
 def write_timeline(path: Path, injector: FaultInjector, sampler: OutputSampler) -> None:
     """Every fault (seconds from the start, kind, target, hold, how long it took, what it met)
     with the wait until output moved on after it, and the sampler's gaps (the broker did not
