@@ -11,6 +11,7 @@ import json
 from framework.core.watermarks import Mark, encode_mark
 from framework.serde.codecs import encoder_for
 from tests.chaos.seeded.cluster import ClusterBroker, Outage, hanging_rows
+from tests.chaos.seeded.run import OutputSampler
 from tests.chaos.seeded.schedule import (
     CLUSTER_KINDS,
     CLUSTER_MODE_KINDS,
@@ -111,12 +112,23 @@ def test_a_fault_counts_toward_the_stall_only_while_two_nodes_are_up_and_reachab
     assert [broker.up_at(t) for t in (5.0, 12.0, 16.0, 25.0)] == [3, 2, 1, 2]
 
 
+def test_the_time_a_node_was_cut_off_from_the_clients_is_left_out_of_a_stall():
+    broker = ClusterBroker.__new__(ClusterBroker)
+    broker.outages = [Outage(2, "proxy-cut", 110.0, 160.0), Outage(3, "node-kill", 90.0, 105.0)]
+    assert broker.cut_off(89.5, 168.0) == 50.0  # the kill's own outage is not excused
+    assert broker.cut_off(150.0, 200.0) == 10.0 and broker.cut_off(0.0, 100.0) == 0.0
+    sampler = OutputSampler("unused:9092", [])
+    sampler.samples = [(89.0, 10), (100.0, 10), (168.0, 11)]
+    assert sampler.longest_stall([89.5], 1000.0) == 78.5
+    assert sampler.longest_stall([89.5], 1000.0, broker.cut_off) == 28.5
+
+
 def test_the_summary_names_the_mode_the_stall_and_hanging_transactions():
     single = summary(1, Report(), {"sigkill": 1}, 2.0)
     assert single.startswith("chaos mode=single seed=1 ") and "longest_stall=2.0s" in single
-    cluster = summary(1, Report(), {"node-kill": 1}, 2.0, ["node 1: out ..."])
+    cluster = summary(1, Report(), {"node-kill": 1}, 2.0, ["node 1: out ..."], 9.0)
     assert "chaos mode=cluster" in cluster and "longest_stall_two_up=2.0s" in cluster
-    assert cluster.endswith("hanging_transactions=1")
+    assert cluster.endswith("(9.0s with proxy cuts) hanging_transactions=1")
 
 
 def test_lines_are_judged_from_their_bytes_alone():

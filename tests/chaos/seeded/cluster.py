@@ -188,6 +188,15 @@ class ClusterBroker:
         out = {o.node for o in self.outages if o.began <= t and (o.ended is None or t < o.ended)}
         return len(self.cluster.nodes) - len(out)
 
+    def cut_off(self, start: float, end: float) -> float:
+        """Seconds of [`start`, `end`] (monotonic) during which a node was cut off from the
+        clients by its proxy. Its peers still reach it, so it stays the leader of its
+        partitions and nothing fails over: every transaction that writes to one of them
+        waits for the cut to end (a stall the cluster cannot shorten, left out of the bound)."""
+        cuts = [o for o in self.outages if o.kind == "proxy-cut"]
+        spans = [(max(start, o.began), min(end, o.ended or end)) for o in cuts]
+        return sum(b - a for a, b in spans if b > a)
+
     def find_hanging(self) -> list[str]:
         """Kafka's `kafka-transactions.sh find-hanging` against every node: a row for each
         transaction open past the timeout that its coordinator does not know as ongoing."""

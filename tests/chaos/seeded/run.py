@@ -10,12 +10,15 @@ run by hand.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
 import tempfile
 import threading
 import time
+from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,7 +114,8 @@ class Outcome:
 
 class OutputSampler(threading.Thread):
     """Committed end offsets of every output topic, summed, every half second: when output
-    moved again after each fault."""
+    moved again after each fault. A partition whose leader does not answer (its broker down,
+    or cut off from the clients) keeps its last figure, so the others' progress still shows."""
 
     def __init__(self, bootstrap: str, topics: list[str]) -> None:
         super().__init__(daemon=True, name="output-sampler")
@@ -120,29 +124,44 @@ class OutputSampler(threading.Thread):
         self.samples: list[tuple[float, int]] = []
         self.stop = threading.Event()
 
-    def measure(self) -> int | None:
-        """The sum now, or None while the broker does not answer. A fresh admin client each
-        time: one kept across broker restarts was seen to stop answering for good."""
+    def offsets(self) -> tuple[dict[tuple[str, int], int], bool]:
+        """The end offset of every output partition that answered, and whether all did. A
+        fresh admin client each time: one kept across broker restarts was seen to stop
+        answering for good. One request per leader, so a leader that does not answer fails
+        only its own partitions."""
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000})
         try:
             meta = admin.list_topics(timeout=5).topics
-            wanted = {
-                TopicPartition(t, p): OffsetSpec.latest()
-                for t in self.topics
-                for p in meta[t].partitions
-            }
-            futures = admin.list_offsets(
-                wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=5
-            )
-            return sum(f.result(10).offset for f in futures.values())
-        except Exception:  # noqa: BLE001 - the broker is down: no figure
-            return None
+            by_leader: dict[int, dict] = defaultdict(dict)
+            for t in self.topics:
+                for p, partition in meta[t].partitions.items():
+                    by_leader[partition.leader][TopicPartition(t, p)] = OffsetSpec.latest()
+            futures = {}
+            for wanted in by_leader.values():
+                futures |= admin.list_offsets(
+                    wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=5
+                )
+        except Exception:  # noqa: BLE001 - no broker answers: no figure
+            return {}, False
+        got = {}
+        for tp, future in futures.items():
+            with contextlib.suppress(Exception):  # its leader does not answer
+                got[(tp.topic, tp.partition)] = future.result(10).offset
+        return got, len(got) == len(futures)
+
+    def measure(self) -> int | None:
+        """The sum now, or None unless every partition answered."""
+        got, complete = self.offsets()
+        return sum(got.values()) if complete else None
 
     def run(self) -> None:
+        known: dict[tuple[str, int], int] = {}
         while not self.stop.wait(0.5):
-            total = self.measure()
-            if total is not None:
-                self.samples.append((time.monotonic(), total))
+            got, _ = self.offsets()
+            if got:
+                for tp, offset in got.items():
+                    known[tp] = max(offset, known.get(tp, offset))
+                self.samples.append((time.monotonic(), sum(known.values())))
 
     def stall_after(self, t: float) -> float | None:
         """How long after `t` output moved on (None: no sample before `t`, or never moved)."""
@@ -152,10 +171,18 @@ class OutputSampler(threading.Thread):
         moved = next((s for s, n in self.samples if s > t and n > before[-1]), None)
         return None if moved is None else moved - t
 
-    def longest_stall(self, times: list[float], until: float) -> float:
-        """The longest wait, over faults before `until`, from a fault to output moving on."""
-        stalls = [self.stall_after(t) for t in times if t <= until]
-        return max([s for s in stalls if s is not None], default=0.0)
+    def longest_stall(
+        self,
+        times: list[float],
+        until: float,
+        excused: Callable[[float, float], float] | None = None,
+    ) -> float:
+        """The longest wait, over faults before `until`, from a fault to output moving on,
+        less what `excused(start, end)` says of each wait (the cluster mode: the time a node
+        was cut off from the clients, `ClusterBroker.cut_off`)."""
+        stalls = [(t, self.stall_after(t)) for t in times if t <= until]
+        waits = [s - (excused(t, t + s) if excused else 0.0) for t, s in stalls if s is not None]
+        return max(waits, default=0.0)
 
     def gaps(self, longer_than: float = 5.0) -> list[tuple[float, float]]:
         """Stretches (start, length) without a sample: the broker did not answer."""
@@ -257,11 +284,12 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         verify_wordcount(report, bootstrap, wc.name, wc.prefix)
         verify_windows(report, bootstrap, win.name, win.prefix)
         times = [injector.started + d.began for d in injector.done]
-        hanging = None
+        hanging, with_cuts = None, None
         if size.cluster:  # only faults that met two nodes or more up and reachable
             times = [t for t in times if broker.up_at(t) >= 2]
             hanging = broker.find_hanging()
-        stall = sampler.longest_stall(times, fed)
+            with_cuts = sampler.longest_stall(times, fed)
+        stall = sampler.longest_stall(times, fed, broker.cut_off if size.cluster else None)
         write_timeline(root / "timeline.txt", injector, sampler)
         kinds = by_kind([d.fault for d in injector.done])
         outcome = Outcome(
@@ -269,7 +297,7 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
             report,
             injector.done,
             stall,
-            summary(seed, report, kinds, stall, hanging),
+            summary(seed, report, kinds, stall, hanging, with_cuts),
             [c for inst in instances for c in inst.crashes],
             injector.errors,
             hanging=hanging or [],

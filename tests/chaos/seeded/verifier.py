@@ -303,14 +303,22 @@ def verify_windows(report: Report, bootstrap: str, name: str, prefix: str) -> No
 
 
 def summary(
-    seed: int, report: Report, faults: dict[str, int], stall: float, hanging: list | None = None
+    seed: int,
+    report: Report,
+    faults: dict[str, int],
+    stall: float,
+    hanging: list | None = None,
+    with_cuts: float | None = None,
 ) -> str:
     """The one line a run prints; with `hanging` (find-hanging's rows), the cluster mode's:
-    its longest stall counts only faults that met two nodes or more up and reachable."""
+    its longest stall counts only faults that met two nodes or more up and reachable, less the
+    time a node was cut off from the clients (`with_cuts`: that time included)."""
     kinds = ",".join(f"{k}:{n}" for k, n in faults.items())
     mode = "single" if hanging is None else "cluster"
     stalled = "longest_stall" if hanging is None else "longest_stall_two_up"
     tail = "" if hanging is None else f" hanging_transactions={len(hanging)}"
+    if with_cuts is not None:
+        tail = f" ({with_cuts:.1f}s with proxy cuts){tail}"
     return (
         f"chaos mode={mode} seed={seed} records={report.records} "
         f"faults={sum(faults.values())}({kinds}) "
