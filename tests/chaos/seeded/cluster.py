@@ -20,8 +20,14 @@ under-replicated partition), so at least two nodes are always up and reachable:
   or receives (Toxiproxy `reset_peer`): its commits meet connection resets.
 
 It keeps when each node was out (`outages`), so the run measures the output's stalls only over
-faults that met at least two nodes up and reachable (`up_at`), and asks every node for hanging
-transactions at the end (`find_hanging`: Kafka's `kafka-transactions.sh find-hanging`).
+faults that met at least two nodes up and reachable (`up_at`), less the time a node was cut off
+from the clients (`cut_off`), and asks every node for hanging transactions at the end
+(`find_hanging`: Kafka's `kafka-transactions.sh find-hanging`).
+
+Another run (the soak) uses it so: `broker = ClusterBroker(home)`, `bootstrap = broker.start()`,
+instances from `faults.instances_of` (which gives each its transactional id), then
+`FaultInjector(broker, instances, None).do(Fault(at, kind, target, hold))` for any kind above
+(`latency_ms=` for latency), and `broker.close()` at the end.
 """
 
 from __future__ import annotations
