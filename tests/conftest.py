@@ -88,7 +88,8 @@ def create_topics(
         time.sleep(0.1)
 
 
-LONGEST_FIRST = ("tests/chaos/test_seeded_chaos.py", "tests/chaos/test_seeded_verifier.py")
+LONGEST_FIRST = ("tests/chaos/test_seeded_chaos.py", "tests/chaos/test_seeded_chaos_cluster.py")
+LONGEST_FIRST += ("tests/chaos/test_seeded_verifier.py",)
 """`make test` runs test files side by side (pytest-xdist, a file per worker, in collection
 order): the seeded chaos runs take minutes, so they start first rather than last."""
 

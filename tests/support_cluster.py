@@ -31,11 +31,11 @@ run in five would hide real regressions."""
 
 @contextmanager
 def running_cluster(
-    home: Path, proxied: bool = False
+    home: Path, proxied: bool = False, settings: dict[str, str] | None = None
 ) -> Iterator[tuple[Cluster, Toxiproxy | None]]:
-    """A started three-node cluster under `home` (free ports), and, if `proxied`, a Toxiproxy
-    server whose proxy `node-I` stands between the clients and node I (else None). Every
-    node and the proxy are stopped at the end, whatever happened."""
+    """A started three-node cluster under `home` (free ports, broker `settings` added), and,
+    if `proxied`, a Toxiproxy server whose proxy `node-I` stands between the clients and node
+    I (else None). Every node and the proxy are stopped at the end, whatever happened."""
     with contextlib.ExitStack() as stack:
         proxy = None
         advertised = None
@@ -43,7 +43,9 @@ def running_cluster(
             home.mkdir(parents=True, exist_ok=True)
             proxy = stack.enter_context(toxiproxy_server(home / "toxiproxy.log"))
             advertised = {i: any_free_port() for i in (1, 2, 3)}
-        cluster = Cluster(home, 3, advertised_ports=advertised, jvm_opts=NODE_JVM_OPTS)
+        cluster = Cluster(
+            home, 3, advertised_ports=advertised, settings=settings, jvm_opts=NODE_JVM_OPTS
+        )
         stack.callback(cluster.stop)
         if proxy is not None:
             for node, ports in cluster.ports().items():

@@ -56,6 +56,12 @@ class Part:
 
 KAFKA = Part("kafka", "LOGWHEEL_KAFKA_JARS", "kafka_2.13-*.jar", "logwheel broker start")
 SPARK = Part("spark-kafka", "LOGWHEEL_SPARK_JARS", "spark-sql-kafka-*.jar", "logwheel backfill")
+KAFKA_TOOLS = Part(
+    "kafka-tools",
+    "LOGWHEEL_KAFKA_TOOLS_JARS",
+    "kafka-tools-[0-9]*.jar",
+    "kafka-transactions.sh (the chaos run's check for hanging transactions)",
+)
 REGISTRY = Part(
     "registry",
     "LOGWHEEL_REGISTRY_JARS",
@@ -197,6 +203,13 @@ def _take_built(part: Part, target: Path, out: Path) -> bool:
 def kafka_jars() -> Path:
     """The directory of the Kafka broker's jars."""
     return locate(KAFKA, pom_version(KAFKA, "kafka.version"))
+
+
+def kafka_tools_classpath() -> str:
+    """The classpath of Kafka's command line tools (`org.apache.kafka.tools.*`): their jar,
+    fetched once, after the broker's jars, which hold everything else they need."""
+    tools = locate(KAFKA_TOOLS, pom_version(KAFKA_TOOLS, "kafka.version"))
+    return f"{kafka_jars()}/*{os.pathsep}{tools}/*"
 
 
 def spark_jars(spark_version: str) -> list[Path]:

@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 _PASSING = {
     KafkaError._TRANSPORT,
     KafkaError._TIMED_OUT,
+    KafkaError._TIMED_OUT_QUEUE,  # a request that waited out its timeout for a broker cut off
     KafkaError._ALL_BROKERS_DOWN,
     KafkaError._RESOLVE,
     KafkaError._DESTROY_BROKER,  # a broker's connection torn down while it restarts

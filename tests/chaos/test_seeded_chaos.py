@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chaos.seeded.run import FULL, FULL_RUN, REDUCED, SEED, run_chaos
-from tests.chaos.seeded.schedule import KINDS, by_kind
+from tests.chaos.seeded.run import FULL, FULL_RUN, REDUCED, SEED, assert_passed, run_chaos
 
 SIZE = FULL if FULL_RUN else REDUCED
 RECORDS = 1_000_000 if FULL_RUN else 50_000
@@ -27,12 +26,4 @@ pytestmark = [pytest.mark.chaos, pytest.mark.timeout(7200 if FULL_RUN else 1500)
 
 
 def test_seeded_faults_lose_and_duplicate_nothing(tmp_path):
-    outcome = run_chaos(tmp_path, SEED, SIZE)
-    print(outcome.line)
-    details = "\n".join(outcome.report.details + outcome.errors + outcome.crashes)
-    assert not outcome.errors, f"faults that could not be done:\n{details}"
-    assert not outcome.crashes, f"processes that died by themselves:\n{details}"
-    faults = by_kind([d.fault for d in outcome.faults])
-    assert all(faults.get(kind, 0) >= SIZE.per_kind for kind in KINDS), faults
-    assert outcome.report.records >= RECORDS
-    assert outcome.report.ok, f"{outcome.line}\n{details}"
+    assert_passed(run_chaos(tmp_path, SEED, SIZE), SIZE, RECORDS)

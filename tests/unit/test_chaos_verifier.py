@@ -1,6 +1,8 @@
 """The seeded chaos run's schedule and verifier, without a broker: the same seed gives the same
-faults, and the verifier fails on a duplicate, a loss, a wrong value, a watermark that goes
-back, a timer fired early and a dead letter missing or with the wrong stage."""
+faults (on one broker, the same as before the cluster kinds), the cluster kinds stay within
+their bounds, stalls count only faults that met two nodes up, find-hanging's rows are counted,
+and the verifier fails on a duplicate, a loss, a wrong value, a watermark that goes back, a
+timer fired early and a dead letter missing or with the wrong stage."""
 
 from __future__ import annotations
 
@@ -8,7 +10,17 @@ import json
 
 from framework.core.watermarks import Mark, encode_mark
 from framework.serde.codecs import encoder_for
-from tests.chaos.seeded.schedule import KINDS, by_kind, draw
+from tests.chaos.seeded.cluster import ClusterBroker, Outage, hanging_rows
+from tests.chaos.seeded.run import OutputSampler
+from tests.chaos.seeded.schedule import (
+    CLUSTER_KINDS,
+    CLUSTER_MODE_KINDS,
+    KINDS,
+    NODE_STOP_HOLD,
+    Fault,
+    by_kind,
+    draw,
+)
 from tests.chaos.seeded.verifier import (
     Report,
     check_dead_letters,
@@ -16,6 +28,7 @@ from tests.chaos.seeded.verifier import (
     check_timers,
     classify_event,
     classify_line,
+    summary,
 )
 from tests.chaos.seeded.workload import YEAR_3000_MS
 
@@ -54,6 +67,68 @@ def test_a_seed_gives_the_same_schedule_with_every_kind():
     assert by_kind(first) == {kind: 10 for kind in KINDS}
     assert [f.at for f in first] == sorted(f.at for f in first)
     assert all(1 <= f.at <= 101 for f in first)
+
+
+def test_the_single_broker_schedule_of_a_seed_is_the_one_it_always_was():
+    """The cluster kinds were added without changing what a seed draws on one broker."""
+    assert draw(20261123, 110, 10, 12)[:3] == [
+        Fault(1.82, "broker-kill", 0, 1.98),
+        Fault(2.0, "sigstop", 10, 5.64),
+        Fault(2.64, "wipe-state", 10, 0.72),
+    ]
+
+
+def test_the_cluster_schedule_draws_every_broker_and_network_kind_within_its_bounds():
+    per_kind = {**dict.fromkeys(CLUSTER_MODE_KINDS, 1), **dict.fromkeys(CLUSTER_KINDS, 5)}
+    faults = draw(3, 600, per_kind, 10, kinds=CLUSTER_MODE_KINDS, cut_hold=(5.0, 60.0))
+    assert by_kind(faults) == per_kind
+    for f in faults:
+        if f.kind in ("node-kill", "node-stop", "proxy-cut", "latency"):
+            assert f.target in (1, 2, 3)
+        if f.kind == "node-stop":
+            assert NODE_STOP_HOLD[0] <= f.hold <= NODE_STOP_HOLD[1]
+        if f.kind == "proxy-cut":
+            assert 5.0 <= f.hold <= 60.0
+        if f.kind == "latency":
+            assert 200 <= f.latency_ms <= 2000
+        if f.kind == "commit-reset":
+            assert 0 <= f.target < 10 and f.hold < 1.0
+        if f.kind == "controller-kill":
+            assert f.target == 0  # chosen by role when it comes
+
+
+def test_hanging_transactions_are_the_rows_find_hanging_prints():
+    header = "Topic\tPartition\tProducerId\tProducerEpoch\tCoordinatorEpoch\tStartOffset\t"
+    header += "LastTimestamp\tDuration(min)\t"
+    assert hanging_rows(header + "\n") == []
+    row = "out\t2\t1001\t0\t3\t4711\t1795670000000\t16\t"
+    assert hanging_rows(f"some log line\n{header}\n{row}\n") == [row.strip()]
+
+
+def test_a_fault_counts_toward_the_stall_only_while_two_nodes_are_up_and_reachable():
+    broker = ClusterBroker.__new__(ClusterBroker)
+    broker.cluster = type("Three", (), {"nodes": {1: None, 2: None, 3: None}})()
+    broker.outages = [Outage(1, "node-kill", 10.0, 20.0), Outage(2, "proxy-cut", 15.0, None)]
+    assert [broker.up_at(t) for t in (5.0, 12.0, 16.0, 25.0)] == [3, 2, 1, 2]
+
+
+def test_the_time_a_node_was_cut_off_from_the_clients_is_left_out_of_a_stall():
+    broker = ClusterBroker.__new__(ClusterBroker)
+    broker.outages = [Outage(2, "proxy-cut", 110.0, 160.0), Outage(3, "node-kill", 90.0, 105.0)]
+    assert broker.cut_off(89.5, 168.0) == 50.0  # the kill's own outage is not excused
+    assert broker.cut_off(150.0, 200.0) == 10.0 and broker.cut_off(0.0, 100.0) == 0.0
+    sampler = OutputSampler("unused:9092", [])
+    sampler.samples = [(89.0, 10), (100.0, 10), (168.0, 11)]
+    assert sampler.longest_stall([89.5], 1000.0) == 78.5
+    assert sampler.longest_stall([89.5], 1000.0, broker.cut_off) == 28.5
+
+
+def test_the_summary_names_the_mode_the_stall_and_hanging_transactions():
+    single = summary(1, Report(), {"sigkill": 1}, 2.0)
+    assert single.startswith("chaos mode=single seed=1 ") and "longest_stall=2.0s" in single
+    cluster = summary(1, Report(), {"node-kill": 1}, 2.0, ["node 1: out ..."], 9.0)
+    assert "chaos mode=cluster" in cluster and "longest_stall_two_up=2.0s" in cluster
+    assert cluster.endswith("(9.0s with proxy cuts) hanging_transactions=1")
 
 
 def test_lines_are_judged_from_their_bytes_alone():

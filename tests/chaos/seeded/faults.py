@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from framework.broker.embedded import Broker
-from tests.chaos.seeded.schedule import BROKER_KINDS, Fault
+from tests.chaos.seeded.schedule import CLUSTER_KINDS, LANE_KINDS, Fault
 from tests.support import Job
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,7 @@ class Instance:
     state_dir: Path
     lock: threading.Lock = field(default_factory=threading.Lock)
     starts: int = 0
+    transactional_id: str = ""  # `<pipeline>.<computation>.<instance id>` (exactly-once)
     crashes: list[str] = field(default_factory=list)
 
     def start(self) -> None:
@@ -145,20 +146,16 @@ def instances_of(
 ) -> list[Instance]:
     """`per_computation` instances of every computation of a `tests.support.UniqueJob`, each
     run with `args` added to its `logwheel run` command line."""
-    return [
-        instance(
-            f"{unique.module}:pipeline",
-            computation,
-            n,
-            bootstrap=bootstrap,
-            root=root,
-            path=root,
-            config=config,
-            args=args,
-        )  # fmt: skip
-        for computation in unique.pipeline.computations
-        for n in range(per_computation)
-    ]
+    made = []
+    for computation in unique.pipeline.computations:
+        for n in range(per_computation):
+            inst = instance(
+                f"{unique.module}:pipeline", computation, n, bootstrap=bootstrap, root=root,
+                path=root, config=config, args=args,
+            )  # fmt: skip
+            inst.transactional_id = f"{unique.pipeline.name}.{computation}.{inst.name}"
+            made.append(inst)
+    return made
 
 
 def write_config(path: Path) -> Path:
@@ -179,7 +176,8 @@ class Done:
 
 class FaultInjector:
     """Runs a schedule: broker faults one after another on their own lane, each process fault
-    on a thread of its own (one fault at a time per instance), at their times.
+    on a thread of its own (one fault at a time per instance), at their times. The cluster
+    mode's kinds are done by the broker object (`ClusterBroker.inflict`, in `cluster.py`).
 
     `on_backlog`: the instances start with a backlog to work off, and a SIGKILL waits until its
     target has taken its partitions, lets it work `hold` s of CPU (on a loaded machine that
@@ -203,10 +201,10 @@ class FaultInjector:
         return time.monotonic() - self.started
 
     def run(self, faults: list[Fault]) -> None:
-        broker_lane = [f for f in faults if f.kind in BROKER_KINDS]
+        broker_lane = [f for f in faults if f.kind in LANE_KINDS]
         lane = threading.Thread(target=self._broker_lane, args=(broker_lane,), daemon=True)
         lane.start()
-        for fault in (f for f in faults if f.kind not in BROKER_KINDS):
+        for fault in (f for f in faults if f.kind not in LANE_KINDS):
             self._sleep_until(fault.at)
             thread = threading.Thread(target=self.do, args=(fault,), daemon=True)
             thread.start()
@@ -237,6 +235,8 @@ class FaultInjector:
         kind = fault.kind
         if kind == "malformed":
             return f"{self.malformed.inject()} records"
+        if kind in CLUSTER_KINDS:
+            return self.broker.inflict(fault, self.instances)
         if kind == "broker-stop":
             self.broker.stop()
             time.sleep(fault.hold)

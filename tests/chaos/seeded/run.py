@@ -1,19 +1,24 @@
-"""One seeded chaos run: a broker of its own, wordcount and the windowed pipeline with two
-instances of every computation, both inputs fed at a steady rate with malformed records mixed
-in, the schedule of faults drawn from the seed, then the verifier.
+"""One seeded chaos run: a broker of its own (or, in the cluster mode, a cluster of three
+behind Toxiproxy: `cluster.py`), wordcount and the windowed pipeline with two instances of
+every computation, both inputs fed at a steady rate with malformed records mixed in, the
+schedule of faults drawn from the seed, then the verifier.
 
-`python -m tests.chaos.seeded.run --seed N [--full] [--at-least-once]` replays a run by hand.
+`python -m tests.chaos.seeded.run [--cluster] --seed N [--full] [--at-least-once]` replays a
+run by hand.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
 import tempfile
 import threading
 import time
+from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +26,7 @@ from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from framework.ops.status import status
+from tests.chaos.seeded.cluster import ClusterBroker
 from tests.chaos.seeded.faults import (
     CLIENT_SETTINGS,
     ChaosBroker,
@@ -29,7 +35,14 @@ from tests.chaos.seeded.faults import (
     instances_of,
     write_config,
 )
-from tests.chaos.seeded.schedule import KINDS, by_kind, draw
+from tests.chaos.seeded.schedule import (
+    CLUSTER_KINDS,
+    CLUSTER_MODE_KINDS,
+    KINDS,
+    PROCESS_KINDS,
+    by_kind,
+    draw,
+)
 from tests.chaos.seeded.verifier import Report, summary, verify_windows, verify_wordcount
 from tests.chaos.seeded.workload import EventsFeeder, LinesFeeder, Malformed, open_input_topics
 from tests.chaos.windows_job import BUCKET
@@ -47,12 +60,18 @@ class Size:
     windows: int
     per_window: int
     span: float  # seconds over which the faults are spread
-    per_kind: int
+    per_kind: int | dict[str, int]
     kinds: tuple[str, ...] = KINDS
     instances: int = 2
     settle_s: float = 300  # longest wait, once fed, for the pipelines to finish
     commit_interval_ms: int | None = None  # `logwheel run --commit-interval-ms`, if not default
     backlog: bool = False  # the whole input first, then the instances (FaultInjector.on_backlog)
+    cluster: bool = False  # three nodes behind Toxiproxy (cluster.py), not one broker
+    cut_hold: tuple[float, float] = (5.0, 60.0)  # how long a proxy cut lasts
+
+    def count(self, kind: str) -> int:
+        """How many faults of `kind` the run draws."""
+        return self.per_kind[kind] if isinstance(self.per_kind, dict) else self.per_kind
 
 
 FULL_RUN = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
@@ -67,6 +86,19 @@ FULL = Size(
 )  # fmt: skip
 
 
+CLUSTER_REDUCED = Size(
+    lines=20_000, line_rate=250, windows=80, per_window=140, span=80, cluster=True,
+    per_kind={**dict.fromkeys(PROCESS_KINDS, 2), **dict.fromkeys(CLUSTER_KINDS, 1)},
+    kinds=CLUSTER_MODE_KINDS, cut_hold=(5.0, 12.0),
+)  # fmt: skip
+"""`make test`'s cluster mode: two of each process fault, one of each broker and network kind."""
+CLUSTER_FULL = Size(
+    lines=820_000, line_rate=1_200, windows=700, per_window=320, span=680, cluster=True,
+    per_kind=5, kinds=CLUSTER_MODE_KINDS, settle_s=1200,
+)  # fmt: skip
+"""`make chaos`'s cluster mode: 1,000,000+ records, five faults of each of ten kinds."""
+
+
 @dataclass
 class Outcome:
     seed: int
@@ -77,11 +109,13 @@ class Outcome:
     crashes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    hanging: list[str] = field(default_factory=list)  # find-hanging's rows (cluster mode)
 
 
 class OutputSampler(threading.Thread):
     """Committed end offsets of every output topic, summed, every half second: when output
-    moved again after each fault."""
+    moved again after each fault. A partition whose leader does not answer (its broker down,
+    or cut off from the clients) keeps its last figure, so the others' progress still shows."""
 
     def __init__(self, bootstrap: str, topics: list[str]) -> None:
         super().__init__(daemon=True, name="output-sampler")
@@ -90,29 +124,44 @@ class OutputSampler(threading.Thread):
         self.samples: list[tuple[float, int]] = []
         self.stop = threading.Event()
 
-    def measure(self) -> int | None:
-        """The sum now, or None while the broker does not answer. A fresh admin client each
-        time: one kept across broker restarts was seen to stop answering for good."""
+    def offsets(self) -> tuple[dict[tuple[str, int], int], bool]:
+        """The end offset of every output partition that answered, and whether all did. A
+        fresh admin client each time: one kept across broker restarts was seen to stop
+        answering for good. One request per leader, so a leader that does not answer fails
+        only its own partitions."""
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000})
         try:
             meta = admin.list_topics(timeout=5).topics
-            wanted = {
-                TopicPartition(t, p): OffsetSpec.latest()
-                for t in self.topics
-                for p in meta[t].partitions
-            }
-            futures = admin.list_offsets(
-                wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=5
-            )
-            return sum(f.result(10).offset for f in futures.values())
-        except Exception:  # noqa: BLE001 - the broker is down: no figure
-            return None
+            by_leader: dict[int, dict] = defaultdict(dict)
+            for t in self.topics:
+                for p, partition in meta[t].partitions.items():
+                    by_leader[partition.leader][TopicPartition(t, p)] = OffsetSpec.latest()
+            futures = {}
+            for wanted in by_leader.values():
+                futures |= admin.list_offsets(
+                    wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=5
+                )
+        except Exception:  # noqa: BLE001 - no broker answers: no figure
+            return {}, False
+        got = {}
+        for tp, future in futures.items():
+            with contextlib.suppress(Exception):  # its leader does not answer
+                got[(tp.topic, tp.partition)] = future.result(10).offset
+        return got, len(got) == len(futures)
+
+    def measure(self) -> int | None:
+        """The sum now, or None unless every partition answered."""
+        got, complete = self.offsets()
+        return sum(got.values()) if complete else None
 
     def run(self) -> None:
+        known: dict[tuple[str, int], int] = {}
         while not self.stop.wait(0.5):
-            total = self.measure()
-            if total is not None:
-                self.samples.append((time.monotonic(), total))
+            got, _ = self.offsets()
+            if got:
+                for tp, offset in got.items():
+                    known[tp] = max(offset, known.get(tp, offset))
+                self.samples.append((time.monotonic(), sum(known.values())))
 
     def stall_after(self, t: float) -> float | None:
         """How long after `t` output moved on (None: no sample before `t`, or never moved)."""
@@ -122,15 +171,38 @@ class OutputSampler(threading.Thread):
         moved = next((s for s, n in self.samples if s > t and n > before[-1]), None)
         return None if moved is None else moved - t
 
-    def longest_stall(self, times: list[float], until: float) -> float:
-        """The longest wait, over faults before `until`, from a fault to output moving on."""
-        stalls = [self.stall_after(t) for t in times if t <= until]
-        return max([s for s in stalls if s is not None], default=0.0)
+    def longest_stall(
+        self,
+        times: list[float],
+        until: float,
+        excused: Callable[[float, float], float] | None = None,
+    ) -> float:
+        """The longest wait, over faults before `until`, from a fault to output moving on,
+        less what `excused(start, end)` says of each wait (the cluster mode: the time a node
+        was cut off from the clients, `ClusterBroker.cut_off`)."""
+        stalls = [(t, self.stall_after(t)) for t in times if t <= until]
+        waits = [s - (excused(t, t + s) if excused else 0.0) for t, s in stalls if s is not None]
+        return max(waits, default=0.0)
 
     def gaps(self, longer_than: float = 5.0) -> list[tuple[float, float]]:
         """Stretches (start, length) without a sample: the broker did not answer."""
         times = [s for s, _ in self.samples]
         return [(a, b - a) for a, b in zip(times, times[1:], strict=False) if b - a > longer_than]
+
+
+def assert_passed(outcome: Outcome, size: Size, records: int) -> None:
+    """What every seeded run must show: every fault done, no process that died by itself,
+    every kind drawn as often as `size` says, `records` at least, and nothing lost,
+    duplicated or wrong (a cluster run: no hanging transaction either)."""
+    print(outcome.line)
+    details = "\n".join(outcome.report.details + outcome.errors + outcome.crashes)
+    assert not outcome.errors, f"faults that could not be done:\n{details}"
+    assert not outcome.crashes, f"processes that died by themselves:\n{details}"
+    faults = by_kind([d.fault for d in outcome.faults])
+    assert all(faults.get(kind, 0) >= size.count(kind) for kind in size.kinds), faults
+    assert outcome.report.records >= records
+    assert outcome.report.ok, f"{outcome.line}\n{details}"
+    assert not outcome.hanging, "\n".join(outcome.hanging)
 
 
 def write_timeline(path: Path, injector: FaultInjector, sampler: OutputSampler) -> None:
@@ -153,7 +225,7 @@ def write_timeline(path: Path, injector: FaultInjector, sampler: OutputSampler) 
 
 def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once") -> Outcome:
     began = time.monotonic()
-    broker = ChaosBroker(root / "broker")
+    broker = ClusterBroker(root / "cluster") if size.cluster else ChaosBroker(root / "broker")
     bootstrap = broker.start()
     instances, sampler = [], None
     try:
@@ -182,7 +254,10 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
             dict(CLIENT_SETTINGS),
         )  # fmt: skip
         malformed = Malformed(bootstrap, f"{wc.prefix}lines", f"{win.prefix}events", seed)
-        faults = draw(seed, size.span, size.per_kind, len(instances), kinds=size.kinds)
+        faults = draw(
+            seed, size.span, size.per_kind, len(instances), kinds=size.kinds,
+            cut_hold=size.cut_hold,
+        )  # fmt: skip
         print(f"chaos seed={seed}: {len(faults)} faults over {size.span:.0f}s, "
               f"{len(instances)} instances, logs in {root / 'logs'}", flush=True)  # fmt: skip
         _start_work(size, instances, [lines, events])
@@ -209,7 +284,12 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
         verify_wordcount(report, bootstrap, wc.name, wc.prefix)
         verify_windows(report, bootstrap, win.name, win.prefix)
         times = [injector.started + d.began for d in injector.done]
-        stall = sampler.longest_stall(times, fed)
+        hanging, with_cuts = None, None
+        if size.cluster:  # only faults that met two nodes or more up and reachable
+            times = [t for t in times if broker.up_at(t) >= 2]
+            hanging = broker.find_hanging()
+            with_cuts = sampler.longest_stall(times, fed)
+        stall = sampler.longest_stall(times, fed, broker.cut_off if size.cluster else None)
         write_timeline(root / "timeline.txt", injector, sampler)
         kinds = by_kind([d.fault for d in injector.done])
         outcome = Outcome(
@@ -217,9 +297,10 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
             report,
             injector.done,
             stall,
-            summary(seed, report, kinds, stall),
+            summary(seed, report, kinds, stall, hanging, with_cuts),
             [c for inst in instances for c in inst.crashes],
             injector.errors,
+            hanging=hanging or [],
         )
     finally:
         if sampler is not None:
@@ -260,15 +341,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--full", action="store_true")
+    parser.add_argument("--cluster", action="store_true", help="three nodes behind Toxiproxy")
     parser.add_argument("--at-least-once", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="logwheel-chaos-"))
     guarantee = "at_least_once" if args.at_least_once else "exactly_once"
     try:
-        outcome = run_chaos(root, args.seed, FULL if args.full else REDUCED, guarantee)
+        sizes = {False: (REDUCED, FULL), True: (CLUSTER_REDUCED, CLUSTER_FULL)}[args.cluster]
+        outcome = run_chaos(root, args.seed, sizes[args.full], guarantee)
         print(outcome.line)
-        for line in outcome.report.details + outcome.crashes + outcome.errors:
+        for line in outcome.report.details + outcome.crashes + outcome.errors + outcome.hanging:
             print("  " + line[:400])
         print(f"run time {outcome.seconds:.0f}s")
     finally:

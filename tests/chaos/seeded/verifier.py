@@ -302,16 +302,31 @@ def verify_windows(report: Report, bootstrap: str, name: str, prefix: str) -> No
     check_dead_letters(report, _read(bootstrap, f"{name}.count.dlq"), expected_dlq, events_topic)
 
 
-def summary(seed: int, report: Report, faults: dict[str, int], stall: float) -> str:
-    """The one line a run prints."""
+def summary(
+    seed: int,
+    report: Report,
+    faults: dict[str, int],
+    stall: float,
+    hanging: list | None = None,
+    with_cuts: float | None = None,
+) -> str:
+    """The one line a run prints; with `hanging` (find-hanging's rows), the cluster mode's:
+    its longest stall counts only faults that met two nodes or more up and reachable, less the
+    time a node was cut off from the clients (`with_cuts`: that time included)."""
     kinds = ",".join(f"{k}:{n}" for k, n in faults.items())
+    mode = "single" if hanging is None else "cluster"
+    stalled = "longest_stall" if hanging is None else "longest_stall_two_up"
+    tail = "" if hanging is None else f" hanging_transactions={len(hanging)}"
+    if with_cuts is not None:
+        tail = f" ({with_cuts:.1f}s with proxy cuts){tail}"
     return (
-        f"chaos seed={seed} records={report.records} faults={sum(faults.values())}({kinds}) "
+        f"chaos mode={mode} seed={seed} records={report.records} "
+        f"faults={sum(faults.values())}({kinds}) "
         f"lost={report.lost} duplicated={report.duplicated} wrong={report.wrong} "
         f"changelog_wrong={report.changelog_wrong} dead_letters={report.dead_letters}"
         f"/{report.dead_letters_expected} (missing {report.dead_letters_missing}, unexpected "
         f"{report.dead_letters_unexpected}, bad reason {report.dead_letters_bad_reason}) "
         f"watermark_regressions={report.watermark_regressions}/{report.marks} "
         f"early_timers={report.timers_early}/{report.timers_checked} "
-        f"longest_stall={stall:.1f}s"
+        f"{stalled}={stall:.1f}s{tail}"
     )

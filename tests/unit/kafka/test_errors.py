@@ -21,6 +21,7 @@ def _raised(error: BaseException) -> BaseException:
     "code",
     [
         KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT_QUEUE,  # a restorer's end offsets, its broker cut off (chaos)
         KafkaError.NOT_COORDINATOR,
         KafkaError._DESTROY_BROKER,
         KafkaError._UNKNOWN_PARTITION,
