@@ -6,8 +6,10 @@ from the clients, a broker slowed, the controller killed, connection resets duri
 printing every minute the resident memory and open file descriptors of the job's
 processes, the size of their RocksDB stores, the consumer lag and the longest time the output
 stood still in that minute. It fails if a figure keeps growing (over the second half of the
-run, a figure that rose at every minute and ends more than twice where the half began), if the
-output stood still past the stall bound in any minute, or if a process died by itself.
+run, a figure that rose at every minute and ends more than twice where the half began) or if
+a process died by itself. The longest stall is reported, not held to a bound: a fault's own
+stall is the seeded chaos run's to bound (`test_seeded_chaos_cluster.py`); here what counts is
+that stalls do not grow as the job ages.
 
 `python -m tests.chaos.seeded.soak` runs it by hand (LOGWHEEL_SOAK_RATE events a second).
 """
@@ -31,7 +33,7 @@ from tests.chaos.seeded.schedule import Fault
 from tests.chaos.seeded.workload import EventsFeeder
 from tests.chaos.windows_job import BUCKET
 from tests.support import UniqueJob
-from tests.support_cluster import STALL_BOUND_S, OutputWatch
+from tests.support_cluster import OutputWatch
 
 FAULTS = (
     Fault(0, "sigkill", 0, 1.0),
@@ -114,7 +116,6 @@ def soak(root: Path, minutes: float, rate: int, fault_every: float = 150) -> lis
             injector = FaultInjector(broker, instances, None)
             started, next_fault, n = time.monotonic(), fault_every, 0
             series: dict[str, list[float]] = {}
-            problems: list[str] = []
             for minute in range(1, int(minutes) + 1):
                 while time.monotonic() - started < minute * 60:
                     if time.monotonic() - started >= next_fault:
@@ -136,13 +137,11 @@ def soak(root: Path, minutes: float, rate: int, fault_every: float = 150) -> lis
             if feeder.error is not None:
                 raise RuntimeError(f"feeder failed: {feeder.error!r}")
             longest = watch.stall_since(watch.arrivals[0]) if watch.arrivals else float("inf")
-            if longest > STALL_BOUND_S:
-                problems.append(f"the output stood still for {longest:.0f}s")
             crashes = [c for inst in instances for c in inst.crashes]
-            problems += [name for name, values in series.items() if unbounded(values)]
+            grown = [name for name, values in series.items() if unbounded(values)]
             peaks = "  ".join(f"max {k}={max(v):.1f}" for k, v in series.items())
             print(f"soak figures: {peaks}  longest stall {longest:.1f}s", flush=True)
-            return problems + [f"crash: {c[:300]}" for c in crashes] + injector.errors
+            return grown + [f"crash: {c[:300]}" for c in crashes] + injector.errors
         finally:
             for inst in instances:
                 inst.job.stop(timeout=15)
@@ -163,8 +162,7 @@ def main() -> int:
         return 1
     print(
         f"soak passed: {minutes:g} minutes at {rate} events/s on three brokers, "
-        f"a fault every 150 s, every figure bounded, the longest stall under {STALL_BOUND_S:.0f}s "
-        f"(run time {took:.1f} min)"
+        f"a fault every 150 s, every figure bounded (run time {took:.1f} min)"
     )
     return 0
 
