@@ -5,7 +5,7 @@ twice, and the output resumes while the broker is still down, within the stall b
 the aim, met in most runs, is 30 s: tests/support_cluster.py).
 
 Each test runs its own cluster (and Toxiproxy) under tmp_path on free ports, in `make test`
-too (about 3 minutes for both). The stalls measured are printed (`-s`) and quoted in the
+too (2 to 3 minutes for both). The stalls measured are printed (`-s`) and quoted in the
 README's production settings.
 """
 
