@@ -60,23 +60,31 @@ def _size(path: Path) -> int:
 
 
 def sample(instances, pipeline, bootstrap: str) -> dict[str, float]:
-    """RSS (MB) and open fds summed over the live processes, RocksDB size (kB), lag."""
-    rss = fds = 0
+    """RSS (MB) and open fds summed over the live processes, the largest process's RSS (MB),
+    RocksDB size (kB), lag."""
+    rss = top = fds = 0
     for inst in instances:
         proc = inst.job.proc
         if proc is None or proc.poll() is not None:
             continue
         try:
-            rss += _rss_kb(proc.pid)
+            kb = _rss_kb(proc.pid)
             fds += len(os.listdir(f"/proc/{proc.pid}/fd"))
         except OSError:
             continue
+        rss, top = rss + kb, max(top, kb)
     rocks = sum(_size(inst.state_dir) for inst in instances)
     try:
         lag = sum(r.consumer_lag or 0 for r in status(pipeline, bootstrap))
     except Exception:  # noqa: BLE001 - the cluster is busy: no figure this minute
         lag = -1
-    return {"rss_mb": rss / 1024, "fds": fds, "rocksdb_kb": rocks / 1024, "lag": lag}
+    return {
+        "rss_mb": rss / 1024,
+        "rss_top_mb": top / 1024,
+        "fds": fds,
+        "rocksdb_kb": rocks / 1024,
+        "lag": lag,
+    }
 
 
 def unbounded(series: list[float]) -> bool:
