@@ -88,21 +88,25 @@ class Restorer:
         store.set_topic_ids(self.topic_ids)
         if not standby and not self.restoring():
             self._reported = self._clock()  # a restore is reported once it has lasted 5 s
-        self._tasks[partition] = _Progress(store, standby=standby)
-        if not standby:
-            self._ends.add(
-                [(topic, partition) for topic in self.journals],
-                {
-                    (topic, partition): checkpoint.get(name, 0)
-                    for topic, name in self.journals.items()
-                },
+        journals = [(topic, partition) for topic in self.journals]
+        # The task counts once its journals are assigned, so that a failure to learn their
+        # ends (a broker gone) leaves nothing for `remove` to unassign.
+        try:
+            if not standby:
+                self._ends.add(
+                    journals,
+                    {(t, p): checkpoint.get(self.journals[t], 0) for t, p in journals},
+                )
+            self.consumer.incremental_assign(
+                [
+                    TopicPartition(t, p, checkpoint.get(self.journals[t], OFFSET_BEGINNING))
+                    for t, p in journals
+                ]
             )
-        self.consumer.incremental_assign(
-            [
-                TopicPartition(topic, partition, checkpoint.get(name, OFFSET_BEGINNING))
-                for topic, name in self.journals.items()
-            ]
-        )
+        except BaseException:
+            self._ends.remove(journals)
+            raise
+        self._tasks[partition] = _Progress(store, standby=standby)
 
     def _checked(self, partition: int, store: TaskStore) -> dict[str, int]:
         checkpoint = store.checkpoint()

@@ -4,7 +4,14 @@ pieces make; Kafka's own behaviour is tested against the real broker in tests/in
 
 from __future__ import annotations
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, Message, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_INVALID,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 
 Record = tuple[bytes, bytes | None]
 
@@ -31,8 +38,11 @@ class FakeLog:
             self.positions[(tp.topic, tp.partition)] = offset
 
     def incremental_unassign(self, tps):
+        """As librdkafka does, refuses partitions that are not assigned."""
+        if any((tp.topic, tp.partition) not in self.positions for tp in tps):
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "not assigned"))
         for tp in tps:
-            self.positions.pop((tp.topic, tp.partition), None)
+            self.positions.pop((tp.topic, tp.partition))
 
     def consume(self, num_messages=1, timeout=-1):
         out = []

@@ -165,3 +165,32 @@ def test_a_slow_restore_that_keeps_moving_is_never_given_up(tmp_path):
         done = restorer.step()
     assert done == [(1, store)] and store.load("w4") == b'{"n":1}'
     store.close()
+
+
+class _EndsUnknown(FakeLog):
+    """A client whose broker goes away after `answers` questions about a partition's ends."""
+
+    answers = len(SPEC.journals)  # the checkpoint's check asks once per journal
+
+    def get_watermark_offsets(self, tp, timeout=None, cached=False):
+        self.answers -= 1
+        if self.answers < 0:
+            raise RuntimeError("no broker answers")
+        return super().get_watermark_offsets(tp, timeout, cached)
+
+
+def test_a_task_whose_ends_could_not_be_had_is_removed_without_unassigning_anything(tmp_path):
+    # A restore that failed to learn its journals' ends never assigned them; removing its task
+    # (the membership closing) must not unassign them: librdkafka refuses, and the process died.
+    log = _EndsUnknown()
+    log.write(SPEC.changelog, 1, (b"ann", b'{"n":1}'))
+    store = _store(tmp_path)
+    restorer = Restorer(log, SPEC, IDS)
+    with pytest.raises(RuntimeError):
+        restorer.add(1, store)
+    restorer.remove(1)
+    assert log.positions == {} and not restorer.restoring() and restorer._ends.pending == set()
+    log.__class__ = FakeLog  # the broker answers again
+    _restore(restorer, store)
+    assert store.load("ann") == b'{"n":1}'
+    store.close()
