@@ -89,7 +89,7 @@ class InputPartition:
         return {m.offset() for m in msgs if m.timestamp()[1] > limit}, top
 
     def __post_init__(self) -> None:
-        self.id_prefix = f"{self.topic}/{self.partition}/"
+        self._id_prefix = f"{self.topic}/{self.partition}/"
         # Most watermarks ignore what is read (they follow published marks or nothing).
         self._observes = type(self.watermark).observe is not PartitionWatermark.observe
         self._bounded = isinstance(self.watermark, BoundedLateness)
@@ -104,7 +104,7 @@ class InputPartition:
             msg.value(),
             msg.timestamp()[1],
             msg.headers(),
-            self.id_prefix,
+            self._id_prefix,
             msg.offset(),
         )
 
@@ -310,8 +310,7 @@ class KeyedTask(Task):
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
-        output, process = self.output, self.executor.process
-        decode, stream, prefix = inp.decode, inp.stream, inp.id_prefix
+        output, record, process = self.output, inp.record, self.executor.process
         far, top = inp.future(msgs)
         done = 0
         try:
@@ -319,17 +318,8 @@ class KeyedTask(Task):
                 if far and msg.offset() in far and self.from_future(msg, inp):
                     continue
                 output.source = msg
-                try:  # inp.record(msg), without its call
-                    rec = decode_record(
-                        decode,
-                        stream,
-                        msg.key(),
-                        msg.value(),
-                        msg.timestamp()[1],
-                        msg.headers(),
-                        prefix,
-                        msg.offset(),
-                    )
+                try:
+                    rec = record(msg)
                 except BadRecord as error:
                     self.rt.dead_letter(msg, error, error.stage)
                 else:
