@@ -23,6 +23,7 @@ from framework.kafka.serdes import check_registry
 from framework.kafka.topics import create_part_topics
 from framework.streaming.holds import Holds
 from framework.streaming.member import Member
+from framework.streaming.release import release_memory
 from framework.streaming.startup import instance_id, lock_state_dir, partition_counts
 from framework.streaming.task import InputPartition, Task
 
@@ -105,6 +106,8 @@ class Runner:
                     raise
                 else:
                     member.close(clean=True)
+                del member
+                release_memory()
         finally:
             lock.close()
 
