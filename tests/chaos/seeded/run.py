@@ -261,8 +261,9 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
             dict(CLIENT_SETTINGS),
         )  # fmt: skip
         malformed = Malformed(bootstrap, f"{wc.prefix}lines", f"{win.prefix}events", seed)
-        targets = [i for i in instances if i.name.rsplit("-", 1)[0] in size.targets]
-        targets = targets or instances  # names are `<computation>-<n>`
+        # The process faults' targets: the instances (named `<computation>-<n>`) of
+        # `size.targets`, or all.
+        targets = [i for i in instances if i.name.rsplit("-", 1)[0] in size.targets] or instances
         faults = draw(
             seed, size.span, size.per_kind, len(targets), kinds=size.kinds,
             cut_hold=size.cut_hold,
