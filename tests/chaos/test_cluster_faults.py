@@ -14,8 +14,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from framework.broker.host import QUIET
+from framework.kafka.reading import end_offsets
 from tests.support import Wordcount, wait_for
 from tests.support_cluster import (
     STALL_AIM_S,
@@ -123,7 +125,8 @@ def test_wordcount_stays_exact_when_a_node_is_killed_then_the_coordinators_broke
     """The full-size run's worst stretch, small: a node SIGKILLed and back (leaders move, and
     every client that knew the old leader epochs is stale), then 1,500 ms of latency each way
     on the transaction coordinator's broker. An admin client kept across the kill had met
-    FENCED_LEADER_EPOCH for its whole 30 s on a mark's ends, once per stage."""
+    FENCED_LEADER_EPOCH for its whole 30 s on a mark's ends, once per stage (issue 24): one
+    made before the kill must say where the partitions end at once."""
     with running_cluster(tmp_path / "cluster", proxied=True) as (cluster, proxy):
         wc, job, feeder = _start(cluster.bootstrap(), tmp_path)
         try:
@@ -131,11 +134,19 @@ def test_wordcount_stays_exact_when_a_node_is_killed_then_the_coordinators_broke
                 wait_for(lambda: watch.count_since(0) > 0, 90, what="the first counts")
                 coordinator = cluster.transaction_coordinator(_transactional_id(wc))
                 victim = next(node for node in sorted(cluster.nodes) if node != coordinator)
+                # an admin client that knew the leaders before the kill, idle through it
+                admin = AdminClient({"bootstrap.servers": cluster.bootstrap(), "logger": QUIET})
+                topics = (wc.lines_topic, f"{wc.prefix}words", wc.counts_topic)
+                partitions = [(t, p) for t in topics for p in cluster.partitions(t)]
+                end_offsets(admin, partitions, committed=False)
                 killed = time.monotonic()
                 cluster.kill(victim)
                 time.sleep(3)
                 cluster.start(node=victim, say=lambda _: None)
                 wait_for(lambda: not cluster.under_replicated(), 90, what="replicas in sync")
+                asked = time.monotonic()
+                end_offsets(admin, partitions, committed=False, timeout=20)
+                answered = time.monotonic() - asked
                 slow = time.monotonic()
                 for stream in ("upstream", "downstream"):
                     proxy.add_toxic(f"node-{coordinator}", "latency", stream, latency=LATENCY_MS)
@@ -144,7 +155,8 @@ def test_wordcount_stays_exact_when_a_node_is_killed_then_the_coordinators_broke
                 after = watch.wait_resumed(fast)
                 stall, slowed = watch.stall_since(killed, slow), watch.stall_since(slow, fast)
             print(
-                f"\nSIGKILL of node {victim} and back: stalled {stall:.1f}s; {LATENCY_MS} ms on "
+                f"\nSIGKILL of node {victim} and back: stalled {stall:.1f}s, ends known to a "
+                f"client of before it after {answered:.1f}s; {LATENCY_MS} ms on "
                 f"node {coordinator} for {SLOW_S:.0f}s: {slowed:.1f}s, after it {after:.1f}s"
             )
             assert max(stall, slowed, after) < STALL_BOUND_S, job.output()[-5000:]
