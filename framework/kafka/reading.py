@@ -113,12 +113,12 @@ def end_offsets(
     at the first record of the earliest transaction still open, whoever wrote it; else past
     every record written, open transactions' included. Asked again while a leader moves.
 
-    After a failed question the topics' metadata is fetched: an admin client that last looked
-    a partition up before its leader moved (a broker of three killed and back) kept sending
-    the old leader epoch and met FENCED_LEADER_EPOCH for good, where one metadata request set
-    it right at once. If the client still cannot say (that, or no end at all: -1001) after
-    STALE_EPOCH_S, it raises Rejoin, so new clients of a new membership ask again: each stage
-    of a pipeline had waited out the whole `timeout` on a mark's ends in turn (issue 24)."""
+    An admin client that last looked a partition up before its leader moved (a broker of
+    three killed and back) kept sending the old leader epoch and met FENCED_LEADER_EPOCH for
+    good, where one metadata request set it right at once: after that error, or no end at
+    all (-1001), the topics' metadata is fetched, and a client that still cannot say after
+    STALE_EPOCH_S raises Rejoin, so new clients of a new membership ask again. Each stage of
+    a pipeline had waited out the whole `timeout` on a mark's ends in turn (issue 24)."""
     request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
     if not request:
         return {}
@@ -137,13 +137,13 @@ def end_offsets(
                 raise Unreachable(f"no end offset yet for {unknown}")
             return ends
         except (KafkaException, Unreachable) as error:
-            if _stale_client(error):
+            if _stale_client(error):  # a broker away is librdkafka's to find out
                 stale.append(time.monotonic())
                 if stale[-1] - stale[0] >= STALE_EPOCH_S:
                     raise Rejoin(f"the ends of {topics}: {error}") from None
-            for topic in topics:
-                with contextlib.suppress(KafkaException):
-                    admin.list_topics(topic, timeout=ATTEMPT_S)
+                for topic in topics:
+                    with contextlib.suppress(KafkaException):
+                        admin.list_topics(topic, timeout=ATTEMPT_S)
             raise
 
     return _asking_again(ask, timeout)
@@ -154,8 +154,8 @@ def _stale_client(error: Exception) -> bool:
     older than the leader's, or no end at all), not a broker's away."""
     if isinstance(error, Unreachable):
         return True
-    code = error.args[0].code() if error.args else None
-    return code == KafkaError.FENCED_LEADER_EPOCH
+    err = error.args[0] if error.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError.FENCED_LEADER_EPOCH
 
 
 def records(msgs: Iterable[Message]) -> list[Message]:
