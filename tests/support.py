@@ -227,10 +227,13 @@ def read_topic(
     idle: float = 3.0,
     committed: bool = True,
     kafka: dict | None = None,
+    to_end: bool = False,
 ) -> list:
     """Every record of `topic` from the start (read_committed unless `committed=False`):
     until `expect` records, or until nothing new came for `idle` seconds, or `timeout`.
-    `kafka`: extra client settings (SASL, SSL, ...)."""
+    `to_end`: until every partition reached its end (its last stable offset under
+    read_committed) instead of waiting `idle` seconds, for a topic nothing writes to any
+    more. `kafka`: extra client settings (SASL, SSL, ...)."""
     consumer = Consumer(
         {
             **(kafka or {}),
@@ -238,23 +241,28 @@ def read_topic(
             "group.id": unique_name("reader"),
             "isolation.level": "read_committed" if committed else "read_uncommitted",
             "enable.auto.commit": False,
-            "enable.partition.eof": False,
+            "enable.partition.eof": to_end,
         }
     )
     meta = consumer.list_topics(topic, timeout=30).topics[topic]
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions])
     records, deadline, last = [], time.monotonic() + timeout, time.monotonic()
+    ended: set[int] = set()
     try:
         while time.monotonic() < deadline:
             if expect is not None and len(records) >= expect:
                 break
-            if expect is None and time.monotonic() - last > idle:
+            if to_end and len(ended) == len(meta.partitions):
+                break
+            if expect is None and not to_end and time.monotonic() - last > idle:
                 break
             for msg in consumer.consume(1000, 0.2):
                 if msg.error() is None:
                     records.append(msg)
                     last = time.monotonic()
-                elif msg.error().code() != KafkaError._PARTITION_EOF:
+                elif msg.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(msg.partition())
+                else:
                     raise RuntimeError(msg.error())
     finally:
         consumer.close()

@@ -111,21 +111,51 @@ def end_offsets(
 ) -> dict[Partition, int]:
     """Where each partition ends: for `committed` readers its last stable offset, which stops
     at the first record of the earliest transaction still open, whoever wrote it; else past
-    every record written, open transactions' included. Asked again while a leader moves."""
+    every record written, open transactions' included. Asked again while a leader moves.
+
+    An admin client that last looked a partition up before its leader moved (a broker of
+    three killed and back) kept sending the old leader epoch and met FENCED_LEADER_EPOCH for
+    good, where one metadata request set it right at once: after that error, or no end at
+    all (-1001), the topics' metadata is fetched, and a client that still cannot say after
+    STALE_EPOCH_S raises Rejoin, so new clients of a new membership ask again. Each stage of
+    a pipeline had waited out the whole `timeout` on a mark's ends in turn (issue 24)."""
     request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
     if not request:
         return {}
     isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    topics = sorted({tp.topic for tp in request})
+    stale: list[float] = []
 
     def ask() -> dict[Partition, int]:
-        answers = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
-        ends = {(tp.topic, tp.partition): f.result().offset for tp, f in answers.items()}
-        unknown = sorted(tp for tp, end in ends.items() if end < 0)
-        if unknown:  # -1001 while a broker restarts: no end, but a leader on its way
-            raise Unreachable(f"no end offset yet for {unknown}")
-        return ends
+        try:
+            answers = admin.list_offsets(
+                request, isolation_level=isolation, request_timeout=timeout
+            )
+            ends = {(tp.topic, tp.partition): f.result().offset for tp, f in answers.items()}
+            unknown = sorted(tp for tp, end in ends.items() if end < 0)
+            if unknown:  # -1001 while a broker restarts: no end, but a leader on its way
+                raise Unreachable(f"no end offset yet for {unknown}")
+            return ends
+        except (KafkaException, Unreachable) as error:
+            if _stale_client(error):  # a broker away is librdkafka's to find out
+                stale.append(time.monotonic())
+                if stale[-1] - stale[0] >= STALE_EPOCH_S:
+                    raise Rejoin(f"the ends of {topics}: {error}") from None
+                for topic in topics:
+                    with contextlib.suppress(KafkaException):
+                        admin.list_topics(topic, timeout=ATTEMPT_S)
+            raise
 
     return _asking_again(ask, timeout)
+
+
+def _stale_client(error: Exception) -> bool:
+    """Whether a failed end-offset question looks like its client's fault (its leader epoch
+    older than the leader's, or no end at all), not a broker's away."""
+    if isinstance(error, Unreachable):
+        return True
+    err = error.args[0] if error.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError.FENCED_LEADER_EPOCH
 
 
 def records(msgs: Iterable[Message]) -> list[Message]:

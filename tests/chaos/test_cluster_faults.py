@@ -14,8 +14,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from framework.broker.host import QUIET
+from framework.kafka.reading import end_offsets
 from tests.support import Wordcount, wait_for
 from tests.support_cluster import (
     STALL_AIM_S,
@@ -32,6 +34,9 @@ pytestmark = [
 
 CUT_S = 8.0
 """How long the proxy cuts a broker off from the clients: several commits meet the cut."""
+LATENCY_MS = 1_500
+"""Latency each way on the slowed broker: a round trip of 3 s, several per commit."""
+SLOW_S = 10.0
 
 
 def _start(bootstrap: str, tmp_path):
@@ -108,6 +113,54 @@ def test_wordcount_stays_exact_when_the_proxy_cuts_the_coordinators_broker_durin
             )
             assert stall >= CUT_S / 2  # the clients went through the proxy: the cut told
             assert stall < CUT_S + STALL_BOUND_S and slowed < STALL_BOUND_S
+            _finish(wc, feeder, job)
+        finally:
+            feeder.stop()
+            job.stop()
+
+
+def test_wordcount_stays_exact_when_a_node_is_killed_then_the_coordinators_broker_is_slowed(
+    tmp_path,
+):
+    """The full-size run's worst stretch, small: a node SIGKILLed and back (leaders move, and
+    every client that knew the old leader epochs is stale), then 1,500 ms of latency each way
+    on the transaction coordinator's broker. An admin client kept across the kill had met
+    FENCED_LEADER_EPOCH for its whole 30 s on a mark's ends, once per stage (issue 24): one
+    made before the kill must say where the partitions end at once."""
+    with running_cluster(tmp_path / "cluster", proxied=True) as (cluster, proxy):
+        wc, job, feeder = _start(cluster.bootstrap(), tmp_path)
+        try:
+            with OutputWatch(cluster.bootstrap(), wc.counts_topic) as watch:
+                wait_for(lambda: watch.count_since(0) > 0, 90, what="the first counts")
+                coordinator = cluster.transaction_coordinator(_transactional_id(wc))
+                victim = next(node for node in sorted(cluster.nodes) if node != coordinator)
+                # an admin client that knew the leaders before the kill, idle through it
+                admin = AdminClient({"bootstrap.servers": cluster.bootstrap(), "logger": QUIET})
+                topics = (wc.lines_topic, f"{wc.prefix}words", wc.counts_topic)
+                partitions = [(t, p) for t in topics for p in cluster.partitions(t)]
+                end_offsets(admin, partitions, committed=False)
+                killed = time.monotonic()
+                cluster.kill(victim)
+                time.sleep(3)
+                cluster.start(node=victim, say=lambda _: None)
+                wait_for(lambda: not cluster.under_replicated(), 90, what="replicas in sync")
+                asked = time.monotonic()
+                end_offsets(admin, partitions, committed=False, timeout=20)
+                answered = time.monotonic() - asked
+                slow = time.monotonic()
+                for stream in ("upstream", "downstream"):
+                    proxy.add_toxic(f"node-{coordinator}", "latency", stream, latency=LATENCY_MS)
+                proxy.schedule([(SLOW_S, proxy.reset)]).join()
+                fast = time.monotonic()
+                after = watch.wait_resumed(fast)
+                stall, slowed = watch.stall_since(killed, slow), watch.stall_since(slow, fast)
+            print(
+                f"\nSIGKILL of node {victim} and back: stalled {stall:.1f}s, ends known to a "
+                f"client of before it after {answered:.1f}s; {LATENCY_MS} ms on "
+                f"node {coordinator} for {SLOW_S:.0f}s: {slowed:.1f}s, after it {after:.1f}s"
+            )
+            assert max(stall, slowed, after) < STALL_BOUND_S, job.output()[-5000:]
+            assert after < STALL_AIM_S, job.output()[-5000:]
             _finish(wc, feeder, job)
         finally:
             feeder.stop()

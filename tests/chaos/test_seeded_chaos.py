@@ -3,9 +3,10 @@ instances of every computation, on a broker of their own, under SIGKILL (some du
 SIGSTOP past the session timeout, broker stop/start and SIGKILL, wiped state directories and
 malformed input; the independent verifier then finds nothing lost, duplicated or wrong.
 
-`make test` runs the reduced size (>= 50,000 records, 10 faults of every kind, a fixed seed);
-`make chaos` (LOGWHEEL_CHAOS_FULL=1) runs >= 1,000,000 records. LOGWHEEL_CHAOS_SEED replays
-another seed; the summary line names the seed of every run.
+`make test` runs the reduced size (>= 25,000 records, 6 faults of every process kind and 4 of
+each broker kind, a fixed seed); `make chaos` (LOGWHEEL_CHAOS_FULL=1) runs >= 1,000,000
+records, 10 faults of every kind. LOGWHEEL_CHAOS_SEED replays another seed; the summary line
+names the seed of every run.
 
 Its broker runs the KRaft controller in a JVM of its own, which the broker faults leave
 running (`tests/chaos/seeded/faults.py`): with one combined JVM a restarted node acted on stale
@@ -20,7 +21,7 @@ import pytest
 from tests.chaos.seeded.run import FULL, FULL_RUN, REDUCED, SEED, assert_passed, run_chaos
 
 SIZE = FULL if FULL_RUN else REDUCED
-RECORDS = 1_000_000 if FULL_RUN else 50_000
+RECORDS = 1_000_000 if FULL_RUN else 25_000
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(7200 if FULL_RUN else 1500)]
 

@@ -36,6 +36,7 @@ from tests.chaos.seeded.faults import (
     write_config,
 )
 from tests.chaos.seeded.schedule import (
+    BROKER_KINDS,
     CLUSTER_KINDS,
     CLUSTER_MODE_KINDS,
     KINDS,
@@ -68,6 +69,7 @@ class Size:
     backlog: bool = False  # the whole input first, then the instances (FaultInjector.on_backlog)
     cluster: bool = False  # three nodes behind Toxiproxy (cluster.py), not one broker
     cut_hold: tuple[float, float] = (5.0, 60.0)  # how long a proxy cut lasts
+    targets: tuple[str, ...] = ()  # the computations whose instances process faults hit (all)
 
     def count(self, kind: str) -> int:
         """How many faults of `kind` the run draws."""
@@ -79,7 +81,12 @@ FULL_RUN = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
 SEED = int(os.environ.get("LOGWHEEL_CHAOS_SEED", "20261123"))
 """The seed `make test` replays; LOGWHEEL_CHAOS_SEED replays another."""
 
-REDUCED = Size(lines=36_000, line_rate=300, windows=120, per_window=140, span=110, per_kind=10)
+REDUCED = Size(
+    lines=18_000, line_rate=300, windows=60, per_window=140, span=60,
+    per_kind={**dict.fromkeys(PROCESS_KINDS, 6), **dict.fromkeys(BROKER_KINDS, 4)},
+)  # fmt: skip
+"""`make test`'s single broker: a minute of input, six of each process fault, four of each
+broker fault (a restart takes seconds: the broker lane would outlast a longer list)."""
 FULL = Size(
     lines=820_000, line_rate=1_400, windows=600, per_window=320, span=560, per_kind=10,
     settle_s=1200,
@@ -254,14 +261,17 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
             dict(CLIENT_SETTINGS),
         )  # fmt: skip
         malformed = Malformed(bootstrap, f"{wc.prefix}lines", f"{win.prefix}events", seed)
+        # The process faults' targets: the instances (named `<computation>-<n>`) of
+        # `size.targets`, or all.
+        targets = [i for i in instances if i.name.rsplit("-", 1)[0] in size.targets] or instances
         faults = draw(
-            seed, size.span, size.per_kind, len(instances), kinds=size.kinds,
+            seed, size.span, size.per_kind, len(targets), kinds=size.kinds,
             cut_hold=size.cut_hold,
         )  # fmt: skip
         print(f"chaos seed={seed}: {len(faults)} faults over {size.span:.0f}s, "
               f"{len(instances)} instances, logs in {root / 'logs'}", flush=True)  # fmt: skip
         _start_work(size, instances, [lines, events])
-        injector = FaultInjector(broker, instances, malformed, on_backlog=size.backlog)
+        injector = FaultInjector(broker, targets, malformed, on_backlog=size.backlog)
         injector.run(faults)
         lines.join()
         events.join()

@@ -57,7 +57,8 @@ class Report:
 
 
 def _read(bootstrap: str, topic: str) -> list:
-    return read_topic(bootstrap, topic, idle=4, timeout=600)
+    """Every record of `topic`, to its end: the run has settled, nothing writes any more."""
+    return read_topic(bootstrap, topic, timeout=600, to_end=True)
 
 
 def _headers(msg) -> dict[str, str]:
