@@ -9,6 +9,8 @@ partitions are someone else's already, and the transaction would be fenced.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from confluent_kafka import (
@@ -125,6 +127,7 @@ class Member:
         self.dirty = False  # something to commit
         self.lost = False
         self.rewind = False  # an aborted commit: re-run from the last committed state
+        self.failure: BaseException | None = None  # met in a rebalance callback
         self.channels.follow(self._channels())
         self.consumer.subscribe(
             spec.consumed_topics,
@@ -146,23 +149,43 @@ class Member:
         return channels
 
     # -- rebalance callbacks: register, never restore --------------------------------------
+    # An exception must not leave a callback through the client: confluent-kafka keeps it
+    # in C across the call it re-raises from (confluentinc/confluent-kafka-python#729), and
+    # measured here it then held a whole ended membership alive (clients, threads, open
+    # stores). The callback keeps it; `raise_failure` raises it after the client returns.
 
     def _on_assign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
-        if tps:
-            REBALANCES.labels(self.spec.name, "assigned").inc()
-            self.tasks.assigned(tps)
+        with self._kept():
+            if tps:
+                REBALANCES.labels(self.spec.name, "assigned").inc()
+                self.tasks.assigned(tps)
 
     def _on_revoke(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
-        if not self.lost:
-            self.commit()
-        if tps:
-            REBALANCES.labels(self.spec.name, "revoked").inc()
-        self.tasks.revoked(tps)
+        with self._kept():
+            if not self.lost:
+                self.commit()
+            if tps:
+                REBALANCES.labels(self.spec.name, "revoked").inc()
+            self.tasks.revoked(tps)
 
     def _on_lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
-        self.lost = True
-        REBALANCES.labels(self.spec.name, "lost").inc()
-        self.tasks.revoked(tps)
+        with self._kept():
+            self.lost = True
+            REBALANCES.labels(self.spec.name, "lost").inc()
+            self.tasks.revoked(tps)
+
+    @contextmanager
+    def _kept(self) -> Iterator[None]:
+        try:
+            yield
+        except BaseException as error:  # noqa: BLE001 - raised again by `raise_failure`
+            self.failure = self.failure or error
+
+    def raise_failure(self) -> None:
+        """Raise what a rebalance callback met during the last client call, if anything."""
+        failure, self.failure = self.failure, None
+        if failure is not None:
+            raise failure
 
     def commit(self) -> None:
         """Commit what the tasks did since the last commit; an aborted commit rewinds them."""
@@ -185,6 +208,7 @@ class Member:
             self.committer.abandon()
         try:
             self.consumer.close()
+            self.raise_failure()
         except (KafkaException, KafkaError, RuntimeError, Rejoin, Retry) as error:
             log.warning("%s: closing the consumer: %s", self.spec.group, error)
         finally:  # the stores, whatever happened: the next membership opens them again

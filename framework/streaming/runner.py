@@ -163,6 +163,7 @@ class Runner:
             else:  # consume() would sit out its whole timeout; poll() returns at the first
                 first = consumer.poll(self._idle_timeout(tasks.running(), quiet))
                 msgs = [] if first is None else [first, *consumer.consume(max_batch - 1, 0)]
+            member.raise_failure()
             heard = channels.poll()
             if member.rewind:  # a commit was aborted, perhaps in a callback inside consume
                 member.rewind = False

@@ -176,7 +176,10 @@ class TaskManager:
                     if isinstance(inp.watermark, Published):
                         self.channels.listen(inp.channels, inp.watermark)
             # anything fetched before the pause was dropped unrouted: read again from start
-            self.consumer.seek(TopicPartition(topic, p, start))
+            try:
+                self.consumer.seek(TopicPartition(topic, p, start))
+            except KafkaException as error:  # _STATE: the partition went with a fenced member
+                raise Rejoin(f"seeking {topic}[{p}] to {start}: {error}") from None
         for task in self._fresh:
             task.resume(self.channels.latest(self.spec.watermarks, task.producer))
             self._claim_outputs(task)

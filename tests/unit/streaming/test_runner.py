@@ -9,11 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 import framework.streaming.member as member_module
 import framework.streaming.runner as runner_module
 from framework import Computation, Pipeline
+from framework.errors import Rejoin
 from framework.streaming.holds import Holds
 from framework.streaming.runner import Runner
 from tests.support import raise_bare
@@ -147,6 +148,7 @@ def _member(calls: list):
     member.channels = Recorder(calls, "channels")
     member.restorer = type("R", (), {"consumer": Recorder(calls, "restorer")})()
     member.collector = type("C", (), {"producer": Recorder(calls, "producer")})()
+    member.failure = None
     return member
 
 
@@ -227,3 +229,18 @@ def test_an_idle_poll_waits_longer_each_quiet_round_up_to_its_bound_and_never_pa
                 return time.time() * 1000 + 30
 
     assert runner._idle_timeout([Timed()], 10) <= 0.031
+
+
+def test_a_rebalance_callback_keeps_its_error_for_after_the_client_call():
+    """An error never leaves a rebalance callback through the client (confluent-kafka held it,
+    and with it the whole membership, alive): the loop raises it after `consume` returns."""
+    member = _member([])
+
+    def refuse(tps):
+        raise Rejoin("the coordinator cannot say")
+
+    member.tasks = type("T", (), {"assigned": staticmethod(refuse)})()
+    member._on_assign(None, [TopicPartition("t", 0)])  # returns: the client sees no error
+    with pytest.raises(Rejoin, match="cannot say"):
+        member.raise_failure()
+    member.raise_failure()  # raised once

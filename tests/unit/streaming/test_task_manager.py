@@ -116,6 +116,27 @@ def test_a_coordinator_that_cannot_say_the_committed_offsets_means_rejoin(tmp_pa
         tm.assigned([TopicPartition("tm-words", 1)])
 
 
+def test_a_seek_refused_for_a_partition_gone_with_a_fenced_member_means_rejoin(tmp_path):
+    """Seen when a second process with the same instance id fenced this one: the seek of a
+    restored task's input failed (_STATE, "Erroneous state") and ended the process."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from framework.errors import Rejoin
+
+    tm, consumer, restorer = manager(tmp_path, {("tm-words", 1): 42})
+    tm.assigned([TopicPartition("tm-words", 1)])
+    tm.step()
+
+    def refuses(tp):
+        raise KafkaException(KafkaError(KafkaError._STATE, "Erroneous state"))
+
+    consumer.seek = refuses
+    restorer.done = [1]
+    with pytest.raises(Rejoin, match="tm-words\\[1\\]"):
+        tm.step()
+    tm.close()
+
+
 class UnreachableRestorer(FakeRestorer):
     """A restore that cannot start: the broker is down while it asks for the journals' ends."""
 
