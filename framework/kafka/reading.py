@@ -73,21 +73,46 @@ def watermark_offsets(
     stays older than the leader's (FENCED_LEADER_EPOCH for STALE_EPOCH_S, seen for 30 s on
     three brokers after two broker faults, fresh metadata or not) raises Rejoin: new clients
     of a new membership ask again, which worked at once."""
-    fenced: list[float] = []
+    stale = _StaleClient(f"{tp.topic}[{tp.partition}]")
 
     def ask() -> tuple[int, int]:
         try:
             return consumer.get_watermark_offsets(tp, min(timeout, ATTEMPT_S))
         except KafkaException as error:
-            if error.args and error.args[0].code() == KafkaError.FENCED_LEADER_EPOCH:
-                fenced.append(time.monotonic())
-                if fenced[-1] - fenced[0] >= STALE_EPOCH_S:
-                    raise Rejoin(f"{tp.topic}[{tp.partition}]: {error}") from None
-            with contextlib.suppress(KafkaException):
-                consumer.list_topics(tp.topic, timeout=ATTEMPT_S)
+            if _fenced(error):
+                stale.met(error)
+            _refresh(consumer, [tp.topic])
             raise
 
     return _asking_again(ask, timeout)
+
+
+class _StaleClient:
+    """How long a client has kept answering as only new clients can set right (an old leader
+    epoch): past STALE_EPOCH_S, Rejoin, so a new membership's clients ask again."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.since: float | None = None
+
+    def met(self, error: Exception) -> None:
+        now = time.monotonic()
+        self.since = now if self.since is None else self.since
+        if now - self.since >= STALE_EPOCH_S:
+            raise Rejoin(f"{self.what}: {error}") from None
+
+
+def _fenced(error: Exception) -> bool:
+    """Whether a client's leader epoch was older than the leader's (FENCED_LEADER_EPOCH)."""
+    err = error.args[0] if error.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError.FENCED_LEADER_EPOCH
+
+
+def _refresh(client: Consumer | AdminClient, topics: Iterable[str]) -> None:
+    """Fetch the topics' metadata, which sets a client's stale leaders and epochs right."""
+    for topic in topics:
+        with contextlib.suppress(KafkaException):
+            client.list_topics(topic, timeout=ATTEMPT_S)
 
 
 def _asking_again(ask: Callable[[], T], timeout: float) -> T:
@@ -124,7 +149,7 @@ def end_offsets(
         return {}
     isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
     topics = sorted({tp.topic for tp in request})
-    stale: list[float] = []
+    stale = _StaleClient(f"the ends of {topics}")
 
     def ask() -> dict[Partition, int]:
         try:
@@ -137,25 +162,13 @@ def end_offsets(
                 raise Unreachable(f"no end offset yet for {unknown}")
             return ends
         except (KafkaException, Unreachable) as error:
-            if _stale_client(error):  # a broker away is librdkafka's to find out
-                stale.append(time.monotonic())
-                if stale[-1] - stale[0] >= STALE_EPOCH_S:
-                    raise Rejoin(f"the ends of {topics}: {error}") from None
-                for topic in topics:
-                    with contextlib.suppress(KafkaException):
-                        admin.list_topics(topic, timeout=ATTEMPT_S)
+            # no end at all, or an old epoch: the client's; a broker away is librdkafka's
+            if isinstance(error, Unreachable) or _fenced(error):
+                stale.met(error)
+                _refresh(admin, topics)
             raise
 
     return _asking_again(ask, timeout)
-
-
-def _stale_client(error: Exception) -> bool:
-    """Whether a failed end-offset question looks like its client's fault (its leader epoch
-    older than the leader's, or no end at all), not a broker's away."""
-    if isinstance(error, Unreachable):
-        return True
-    err = error.args[0] if error.args else None
-    return isinstance(err, KafkaError) and err.code() == KafkaError.FENCED_LEADER_EPOCH
 
 
 def records(msgs: Iterable[Message]) -> list[Message]:
