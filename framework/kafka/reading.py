@@ -138,12 +138,16 @@ def end_offsets(
     at the first record of the earliest transaction still open, whoever wrote it; else past
     every record written, open transactions' included. Asked again while a leader moves.
 
-    An admin client that last looked a partition up before its leader moved (a broker of
-    three killed and back) kept sending the old leader epoch and met FENCED_LEADER_EPOCH for
-    good, where one metadata request set it right at once: after that error, or no end at
-    all (-1001), the topics' metadata is fetched, and a client that still cannot say after
-    STALE_EPOCH_S raises Rejoin, so new clients of a new membership ask again. Each stage of
-    a pipeline had waited out the whole `timeout` on a mark's ends in turn (issue 24)."""
+    An admin client never looks a partition's leader up again by itself: one that knew a
+    leader before its broker was killed kept asking the dead broker (no end, -1001, each
+    question waiting out its whole timeout) long after the leader had moved, and one that
+    knew it before the broker came back kept sending the old leader epoch
+    (FENCED_LEADER_EPOCH), where one metadata request set either right at once. So each
+    question waits ATTEMPT_S at most, the topics' metadata is fetched after either answer,
+    and a client still fenced after STALE_EPOCH_S raises Rejoin, so new clients of a new
+    membership ask again. Each stage of a pipeline had waited out the whole `timeout` on a
+    mark's ends in turn, and a task its output's ends when it took its partitions over
+    (issue 24)."""
     request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
     if not request:
         return {}
@@ -154,7 +158,7 @@ def end_offsets(
     def ask() -> dict[Partition, int]:
         try:
             answers = admin.list_offsets(
-                request, isolation_level=isolation, request_timeout=timeout
+                request, isolation_level=isolation, request_timeout=min(timeout, ATTEMPT_S)
             )
             ends = {(tp.topic, tp.partition): f.result().offset for tp, f in answers.items()}
             unknown = sorted(tp for tp, end in ends.items() if end < 0)
@@ -162,9 +166,11 @@ def end_offsets(
                 raise Unreachable(f"no end offset yet for {unknown}")
             return ends
         except (KafkaException, Unreachable) as error:
-            # no end at all, or an old epoch: the client's; a broker away is librdkafka's
-            if isinstance(error, Unreachable) or _fenced(error):
+            # no end (a leader moving, or gone unseen) or an old epoch: set right by metadata;
+            # a broker away is librdkafka's to reach again
+            if _fenced(error):
                 stale.met(error)
+            if isinstance(error, Unreachable) or _fenced(error):
                 _refresh(admin, topics)
             raise
 

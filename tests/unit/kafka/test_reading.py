@@ -20,9 +20,11 @@ class Answers:
         self.offsets = list(offsets)
         self.calls = 0
         self.refreshed = 0
+        self.waits: list[float] = []
 
-    def list_offsets(self, request, **_):
+    def list_offsets(self, request, request_timeout, **_):
         self.calls += 1
+        self.waits.append(request_timeout)
         offset = self.offsets.pop(0)
         answers = {}
         for tp in request:
@@ -81,5 +83,30 @@ def test_a_client_that_stays_stale_is_given_up_for_new_clients_long_before_the_t
     monkeypatch.setattr(reading, "STALE_EPOCH_S", 0.3)
     with pytest.raises(Rejoin, match="FENCED_LEADER_EPOCH"):
         end_offsets(StaleEpoch(end=41, fresh_after=None), [("s", 0)], committed=False)
-    with pytest.raises(Rejoin, match="no end offset yet"):
-        end_offsets(Answers(*[-1001] * 100), [("s", 0)], committed=False)
+
+
+class MovedLeader(Answers):
+    """An admin client that knew a partition's leader before its broker was killed: no end
+    (-1001, each question waiting out its timeout on the dead broker) until its metadata is
+    fetched again after the leader moved (the `moved_after`th fetch)."""
+
+    def __init__(self, end: int, moved_after: int) -> None:
+        super().__init__()
+        self.end, self.moved_after = end, moved_after
+
+    def list_offsets(self, request, request_timeout, **_):
+        moved = self.refreshed >= self.moved_after
+        self.offsets = [self.end if moved else -1001]
+        return super().list_offsets(request, request_timeout)
+
+
+def test_a_leader_that_moved_unseen_is_found_by_short_questions_and_fresh_metadata(
+    monkeypatch,
+):
+    """A killed leader's partition: a question that waited out the whole timeout, and no
+    metadata fetched, had stalled a task taking partitions over for 30 s (issue 24)."""
+    monkeypatch.setattr(reading, "STALE_EPOCH_S", 0.0)  # no end is no stale client: no Rejoin
+    admin = MovedLeader(end=12, moved_after=3)
+    assert end_offsets(admin, [("s", 0)], committed=False, timeout=30) == {("s", 0): 12}
+    assert (admin.calls, admin.refreshed) == (4, 3)
+    assert admin.waits == [reading.ATTEMPT_S] * 4
