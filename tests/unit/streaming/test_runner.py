@@ -244,3 +244,37 @@ def test_a_rebalance_callback_keeps_its_error_for_after_the_client_call():
     with pytest.raises(Rejoin, match="cannot say"):
         member.raise_failure()
     member.raise_failure()  # raised once
+
+
+@pytest.mark.parametrize("light", [True, False], ids=["poll", "consume"])
+def test_the_loop_raises_what_a_rebalance_callback_kept_during_the_client_call(light):
+    """Whichever client call ran the callback (an idle poll or a busy consume), its error
+    ends the membership as if the callback had raised it: kept and never raised, a refused
+    assignment would leave the member running without its partitions."""
+    member = _member([])
+
+    class Tasks:
+        routes: dict = {}
+        restoring = False
+
+        def running(self):
+            return []
+
+        def assigned(self, tps):
+            raise Rejoin("the coordinator cannot say")
+
+    class Consumer:
+        def poll(self, timeout):
+            member._on_assign(self, [TopicPartition("t", 0)])
+
+        def consume(self, n, timeout):
+            self.poll(timeout)
+            return []
+
+    member.tasks, member.consumer = Tasks(), Consumer()
+    member.isolation = type("I", (), {"isolating": False, "active": False})()
+    member.meter, member.holds, member.lost = None, None, False
+    member.dirty = not light  # a dirty member consumes, a clean one polls
+    runner = Runner(_pipeline(), "c", bootstrap="unused", state_dir=Path("unused"))
+    with pytest.raises(Rejoin, match="cannot say"):
+        runner._loop(member, threading.Event())
