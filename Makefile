@@ -7,10 +7,9 @@ KAFKA_JARS := ops/jars/kafka
 SPARK_JARS := ops/jars/spark-kafka
 REGISTRY_JARS := ops/jars/registry
 PYTEST_ARGS ?=
-# Tests mostly wait on brokers and processes (about half of 2 cores busy with three workers):
-# four test files run side by side (pytest-xdist), each test with its own topics, groups and
-# state; PYTEST_WORKERS=0 runs them one at a time.
-PYTEST_WORKERS ?= 4
+# Tests mostly wait on brokers and processes: three test files run side by side (pytest-xdist),
+# each test with its own topics, groups and state; PYTEST_WORKERS=0 runs them one at a time.
+PYTEST_WORKERS ?= 3
 
 .DEFAULT_GOAL := help
 .PHONY: help venv jars test demo enrich-demo chaos soak bench lint broker broker-stop
