@@ -88,15 +88,12 @@ class TopicLimits:
 
 
 def read_limits(
-    admin: AdminClient,
-    topics: Iterable[str],
-    producer_max_bytes: int = DEFAULT_MAX_BYTES,
-    timeout: float = 30,
+    admin: AdminClient, topics: Iterable[str], producer_max_bytes: int = DEFAULT_MAX_BYTES
 ) -> TopicLimits:
     """The limits of existing `topics`, as their configs (with broker defaults) say."""
     resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in dict.fromkeys(topics)]
     limits = {}
-    for resource, future in admin.describe_configs(resources, request_timeout=timeout).items():
+    for resource, future in admin.describe_configs(resources, request_timeout=30).items():
         config = {name: entry.value for name, entry in future.result(30).items()}
         append_time = config.get("message.timestamp.type") == "LogAppendTime"
         after = _ms(config.get("message.timestamp.after.max.ms"))

@@ -76,7 +76,6 @@ class Member:
             admin,
             [*spec.outputs, spec.changelog, spec.dlq, *spec.keyed_topics],
             int(config.get("message.max.bytes", DEFAULT_MAX_BYTES)),
-            timeout=DESCRIBE_TIMEOUT_S,
         )
         self.collector = Collector(config, limits)
         # This process's consumers wait longer at the broker than the 20 ms default: a fetch
@@ -221,10 +220,9 @@ class Member:
 
 
 DESCRIBE_TIMEOUT_S = 5
-"""librdkafka sends DescribeTopics and DescribeConfigs to the broker its metadata names
-controller: a killed one, until the cluster fences it, and the request then waited 30 s
-(three brokers; "Timed out waiting for controller"). A join that times out sooner is tried
-again with new clients and fresh metadata."""
+"""librdkafka sends DescribeTopics to the broker its metadata names controller: a killed one,
+until the cluster fences it, and the request then waited 30 s (three brokers). A join that
+times out sooner is tried again with new clients and fresh metadata."""
 
 
 def _topic_ids(admin: AdminClient, spec: ComputationSpec) -> dict[str, str]:

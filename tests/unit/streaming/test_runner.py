@@ -278,30 +278,3 @@ def test_the_loop_raises_what_a_rebalance_callback_kept_during_the_client_call(l
     runner = Runner(_pipeline(), "c", bootstrap="unused", state_dir=Path("unused"))
     with pytest.raises(Rejoin, match="cannot say"):
         runner._loop(member, threading.Event())
-
-
-def test_a_join_asks_for_its_topics_limits_with_the_short_timeout(monkeypatch):
-    """DescribeConfigs goes to the broker the metadata names controller: a killed one kept a
-    join waiting 30 s ("Timed out waiting for controller") before it was tried again with
-    fresh clients, and the output stood still 44 s after a coordinator's broker was killed."""
-    asked = []
-
-    class Asked(Exception):
-        pass
-
-    class Admin:
-        def __init__(self, config):
-            pass
-
-        def describe_configs(self, resources, request_timeout):
-            asked.append(request_timeout)
-            raise Asked
-
-    monkeypatch.setattr(member_module, "AdminClient", Admin)
-    pipeline = _pipeline()
-    with pytest.raises(Asked):
-        member_module.Member(
-            pipeline, pipeline["c"], bootstrap="127.0.0.1:1", kafka={}, partitions={"in": 1},
-            instance="a", state_dir=Path("unused"), standby=0,
-        )  # fmt: skip
-    assert asked == [member_module.DESCRIBE_TIMEOUT_S]
