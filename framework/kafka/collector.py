@@ -15,8 +15,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from framework.core.dead_letters import reason_of
 from framework.errors import Retry
@@ -186,15 +186,17 @@ class Collector:
 
     def _place(self) -> None:
         """Records delivered at an unknown offset lie below their partition's end now: count
-        that end as written, so a mark never claims less than was written (invariant 4).
-        Asked through `end_offsets`: such records come with a leader that moved, and a
-        question of the admin client to the old one had waited 30 s and answered no end."""
+        that end as written, so a mark never claims less than was written (invariant 4)."""
+        admin = self._admin()
+        wanted = {TopicPartition(t, p): OffsetSpec.latest() for t, p in self._unplaced}
         try:
-            ends = end_offsets(self._admin(), sorted(self._unplaced), committed=False)
+            ends = admin.list_offsets(wanted, request_timeout=30)
+            for tp, future in ends.items():
+                key = (tp.topic, tp.partition)
+                self.written[key] = max(self.written.get(key, -1), future.result().offset - 1)
+                self._unplaced.discard(key)
         except KafkaException as error:
             raise Retry(f"finding where records were written: {error}") from None
-        self.remember((key, end - 1) for key, end in ends.items())
-        self._unplaced.difference_update(ends)
 
     def _serve(self, call: Callable[..., int | None], *args: float) -> int | None:
         """A producer call that runs delivery callbacks. confluent-kafka raises a fatal delivery

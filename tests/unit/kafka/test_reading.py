@@ -10,7 +10,31 @@ from framework.errors import Rejoin
 from framework.kafka import reading
 from framework.kafka.errors import Unreachable
 from framework.kafka.reading import end_offsets
-from tests.unit.kafka.fakes import Answers, MovedLeader
+
+
+class Answers:
+    """An admin client's list_offsets, answering from a script (one offset per call), and
+    its list_topics (a metadata request), counted."""
+
+    def __init__(self, *offsets: int) -> None:
+        self.offsets = list(offsets)
+        self.calls = 0
+        self.refreshed = 0
+        self.waits: list[float] = []
+
+    def list_offsets(self, request, request_timeout, **_):
+        self.calls += 1
+        self.waits.append(request_timeout)
+        offset = self.offsets.pop(0)
+        answers = {}
+        for tp in request:
+            future: Future = Future()
+            future.set_result(SimpleNamespace(offset=offset))
+            answers[tp] = future
+        return answers
+
+    def list_topics(self, topic, timeout):
+        self.refreshed += 1
 
 
 class StaleEpoch(Answers):
@@ -59,6 +83,21 @@ def test_a_client_that_stays_stale_is_given_up_for_new_clients_long_before_the_t
     monkeypatch.setattr(reading, "STALE_EPOCH_S", 0.3)
     with pytest.raises(Rejoin, match="FENCED_LEADER_EPOCH"):
         end_offsets(StaleEpoch(end=41, fresh_after=None), [("s", 0)], committed=False)
+
+
+class MovedLeader(Answers):
+    """An admin client that knew a partition's leader before its broker was killed: no end
+    (-1001, each question waiting out its timeout on the dead broker) until its metadata is
+    fetched again after the leader moved (the `moved_after`th fetch)."""
+
+    def __init__(self, end: int, moved_after: int) -> None:
+        super().__init__()
+        self.end, self.moved_after = end, moved_after
+
+    def list_offsets(self, request, request_timeout, **_):
+        moved = self.refreshed >= self.moved_after
+        self.offsets = [self.end if moved else -1001]
+        return super().list_offsets(request, request_timeout)
 
 
 def test_a_leader_that_moved_unseen_is_found_by_short_questions_and_fresh_metadata(
