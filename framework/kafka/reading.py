@@ -79,8 +79,7 @@ def watermark_offsets(
         try:
             return consumer.get_watermark_offsets(tp, min(timeout, ATTEMPT_S))
         except KafkaException as error:
-            if _fenced(error):
-                stale.met(error)
+            stale.met(error)
             _refresh(consumer, [tp.topic])
             raise
 
@@ -95,11 +94,16 @@ class _StaleClient:
         self.what = what
         self.since: float | None = None
 
-    def met(self, error: Exception) -> None:
+    def met(self, error: Exception) -> bool:
+        """Whether `error` is an old leader epoch (FENCED_LEADER_EPOCH); Rejoin if such
+        answers have lasted STALE_EPOCH_S."""
+        if not _fenced(error):
+            return False
         now = time.monotonic()
         self.since = now if self.since is None else self.since
         if now - self.since >= STALE_EPOCH_S:
             raise Rejoin(f"{self.what}: {error}") from None
+        return True
 
 
 def _fenced(error: Exception) -> bool:
@@ -168,9 +172,7 @@ def end_offsets(
         except (KafkaException, Unreachable) as error:
             # no end (a leader moving, or gone unseen) or an old epoch: set right by metadata;
             # a broker away is librdkafka's to reach again
-            if _fenced(error):
-                stale.met(error)
-            if isinstance(error, Unreachable) or _fenced(error):
+            if stale.met(error) or isinstance(error, Unreachable):
                 _refresh(admin, topics)
             raise
 
