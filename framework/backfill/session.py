@@ -32,12 +32,20 @@ def spark_version() -> str:
     return pyspark.__version__
 
 
-JVM_OPTIONS = "-XX:+UseSerialGC"
-"""JVM options of the driver and executors unless `conf` names theirs: the serial collector,
-whose one thread costs less CPU than the parallel collector's on the few cores a backfill's
-JVM shares with its Python workers. (Without the optimising compiler, `TieredStopAtLevel=1`,
-the start costs less but each record more: 60 against 40 µs CPU a record at 1,000,000
-CountWords records in local[2].)"""
+JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+"""JVM options of the driver and executors unless `conf` names theirs. The serial collector:
+its one thread costs less CPU than the parallel collector's on the few cores a backfill's JVM
+shares with its Python workers. No optimising compiler (C1 only): a backfill's JVM runs
+seconds to minutes, and most of its CPU went to C2 compiling code (10 of 21 s CPU at
+1,000,000 CountWords records in local[2]); without it the same backfill took 24 instead of
+32 µs CPU a record (`bench/backfill.py`)."""
+
+ARROW_NO_SIZE_CHECK = str(2**31 - 1)
+"""`spark.sql.execution.arrow.maxBytesPerBatch` at Int.MaxValue, the one value at which Spark
+does not measure each Arrow batch after every row it adds. Measuring a batch with a nested
+column (the records' headers, a list of structs) walks every row already in it, so a
+10,000-row batch cost quadratic time: three quarters of the executors' CPU samples in a
+backfill. Batches stay bounded by `maxRecordsPerBatch` (10,000 rows)."""
 
 
 def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None = None):
@@ -57,7 +65,8 @@ def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None =
         .config("spark.sql.shuffle.partitions", "8")
     )
     defaults = {"spark.python.worker.reuse": "true", "spark.driver.extraJavaOptions": JVM_OPTIONS,
-                "spark.executor.extraJavaOptions": JVM_OPTIONS}  # fmt: skip
+                "spark.executor.extraJavaOptions": JVM_OPTIONS,
+                "spark.sql.execution.arrow.maxBytesPerBatch": ARROW_NO_SIZE_CHECK}  # fmt: skip
     for key, value in defaults.items():
         if key not in (conf or {}):  # the builder's settings would win over the file's
             builder = builder.config(key, value)

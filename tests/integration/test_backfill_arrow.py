@@ -35,6 +35,16 @@ def spark():
     spark.stop()
 
 
+def test_the_session_batches_without_measuring_each_row_and_compiles_with_c1_only(spark):
+    """Spark measures an Arrow batch after every row unless maxBytesPerBatch is Int.MaxValue,
+    quadratic in a batch with the headers' nested column; C2's compiling was most of a
+    backfill's JVM CPU (`framework.backfill.session`)."""
+    assert spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch") == str(2**31 - 1)
+    conf = spark.sparkContext.getConf()
+    for side in ("driver", "executor"):
+        assert "-XX:TieredStopAtLevel=1" in conf.get(f"spark.{side}.extraJavaOptions")
+
+
 def messages(kafka: str, topic: str, expect: int | None = None) -> collections.Counter:
     """A topic's committed records as a multiset of (partition, key, value, headers); the
     timestamp too where the record carries event time (not on journals, stamped when sent)."""
