@@ -24,13 +24,6 @@ from framework.streaming.task import InputPartition, Task
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 60
-SETTLE_S = (0.001, 0.010)
-"""Bounds of the pause after a commit before the next transaction's first request. The broker
-writes a transaction's markers after it answered the commit; a request of the next transaction
-that meets them unwritten is refused (CONCURRENT_TRANSACTIONS) and librdkafka backs off 20 ms
-(partitions), its retry backoff (offsets) or 500 ms (the group's offsets): back-to-back commits
-of a light input measured 11 ms per `send_offsets_to_transaction` against 1 ms after a pause of
-1-3 ms. The pause is as long as the last commit took (the broker's pace), within these bounds."""
 
 
 class Committer:
@@ -51,18 +44,10 @@ class Committer:
         self.instance = instance
         self.marks: dict[str, tuple] = {}  # what each task last published (Mark.state)
         self.last_commit = time.monotonic()
-        self.settled = self.last_commit  # when the next transaction may send its first request
         self.refusal: KafkaError | None = None  # the broker refused a record's content
         if self.eos:
             self.producer.init_transactions(TIMEOUT_S)
             self.producer.begin_transaction()
-
-    def unsettled(self) -> float:
-        """Seconds until the broker has likely closed the last transaction (`SETTLE_S`): the
-        runner gathers input that long before it sends anything into the next one. Under a
-        light input this is all that stands between two commits; under a backlog a full
-        batch is there at once and nothing waits."""
-        return max(0.0, self.settled - time.monotonic())
 
     def marks_moved(self, tasks: Iterable[Task]) -> bool:
         """Whether some task's mark would promise more than the one it last published."""
@@ -79,7 +64,11 @@ class Committer:
            carrying the commit time and this instance for `logwheel status`.
         4. The transaction commits; any failure before this point aborts all of it.
         5. Local stores follow (RocksDB is written only after the commit), and the next
-           transaction begins.
+           transaction begins at once. (A pause of 1-10 ms before its first request, to let
+           the broker write the last one's markers, was measured to cost more than it saved:
+           back-to-back commits met no CONCURRENT_TRANSACTIONS backoff on Kafka 4, and the
+           pause took exactly-once latency at 300 records/s from p50 10.6 / p95 25.1 ms to
+           p50 16.4 / p95 46.1 ms, `bench/latency.py --repeat 2`.)
         """
         collector, started = self.collector, time.monotonic()
         try:
@@ -103,10 +92,7 @@ class Committer:
                 if offsets:
                     group = self.consumer.consumer_group_metadata()
                     self._retrying(self.producer.send_offsets_to_transaction, offsets, group)
-                ending = time.monotonic()
                 self._retrying(self.producer.commit_transaction)  # 4
-                ended = time.monotonic()
-                self.settled = ended + min(max(ended - ending, SETTLE_S[0]), SETTLE_S[1])
             else:
                 collector.flush()
                 if offsets:

@@ -147,8 +147,8 @@ class Runner:
 
     def _loop(self, member: Member, stop: threading.Event) -> None:
         """Poll, hand records to their tasks, fire timers, commit: until `stop` or the end of
-        the membership. Commits as soon as the input is drained and the last transaction has
-        settled (a light input), else every commit interval (a backlog)."""
+        the membership. Commits as soon as the input is drained (a light input: each commit
+        follows the last one at once), else every commit interval (a backlog)."""
         consumer, channels, tasks = member.consumer, member.channels, member.tasks
         isolation, routes, meter, holds = member.isolation, tasks.routes, member.meter, member.holds
         interval, quiet = self.commit_interval, 0
@@ -156,9 +156,7 @@ class Runner:
             if member.lost:
                 raise Rejoin("partitions were lost (session timed out?)")
             max_batch = 1 if isolation.isolating else self.max_batch
-            if settling := member.committer.unsettled():  # a full batch returns at once
-                msgs = consumer.consume(max_batch, settling)
-            elif member.dirty or tasks.restoring:
+            if member.dirty or tasks.restoring:
                 msgs = consumer.consume(max_batch, 0)
             else:  # consume() would sit out its whole timeout; poll() returns at the first
                 first = consumer.poll(self._idle_timeout(tasks.running(), quiet))

@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from framework.core.pipeline import Pipeline
 from framework.core.watermarks import Unwatermarked
 from framework.errors import Rejoin
-from framework.streaming.committer import SETTLE_S, Committer
+from framework.streaming.committer import Committer
 from framework.streaming.task import InputPartition
 from tests.unit.streaming.fakes import FakeCollector, FakeConsumer
 
@@ -104,14 +102,3 @@ def test_a_retriable_failure_of_the_commit_is_retried_in_the_same_transaction():
     producer.commit_transaction = commit_transaction
     assert c.commit([FakeTask()], inputs)
     assert log.count("commit") == 1 and "abort" not in log and log[-2:] == ["local state", "begin"]
-
-
-def test_the_next_transaction_waits_for_the_broker_to_close_the_last_within_bounds():
-    c, _, inputs = committer()
-    before = time.monotonic()
-    assert c.commit([FakeTask()], inputs)
-    low, high = SETTLE_S
-    assert before + low <= c.settled <= time.monotonic() + high
-    assert 0 < c.unsettled() <= high
-    time.sleep(high)
-    assert c.unsettled() == 0

@@ -278,3 +278,42 @@ def test_the_loop_raises_what_a_rebalance_callback_kept_during_the_client_call(l
     runner = Runner(_pipeline(), "c", bootstrap="unused", state_dir=Path("unused"))
     with pytest.raises(Rejoin, match="cannot say"):
         runner._loop(member, threading.Event())
+
+
+def test_a_light_input_is_committed_as_soon_as_the_last_commit_is_done():
+    """A record that arrives alone is committed in the round that read it, and the round after
+    a commit asks the client for records at once (a poll, which returns at the first record):
+    nothing waits between one transaction's end and the next one's first record."""
+    calls: list = []
+    member = type("M", (), {})()
+    runner = Runner(_pipeline(), "c", bootstrap="unused", state_dir=Path("unused"))
+    stop = threading.Event()
+
+    class Consumer:
+        def poll(self, timeout):
+            calls.append("poll")
+            return _msg("in", 0, len(calls))
+
+        def consume(self, n, timeout):
+            calls.append(("consume", timeout))
+            return []
+
+    def commit():
+        calls.append("commit")
+        member.dirty = False
+        if calls.count("commit") == 3:
+            stop.set()
+
+    tasks = type("T", (), {"routes": {}, "restoring": False, "waiting": False})()
+    tasks.running, tasks.step = lambda: [], lambda: None
+    member.consumer, member.tasks, member.commit = Consumer(), tasks, commit
+    member.lost, member.rewind, member.tables, member.dirty = False, False, None, False
+    member.isolation = type("I", (), {"isolating": False, "active": False})()
+    member.channels = type("Ch", (), {"poll": staticmethod(lambda: 0)})()
+    member.holds = type("H", (), {"step": staticmethod(lambda routes: None)})()
+    member.collector = type("Co", (), {"poll": staticmethod(lambda: None)})()
+    member.meter = type("Me", (), {"reported": time.monotonic() + 60})()
+    member.raise_failure = lambda: None
+    member.committer = type("Cm", (), {"last_commit": time.monotonic()})()
+    runner._loop(member, stop)
+    assert calls == ["poll", ("consume", 0), "commit"] * 3
