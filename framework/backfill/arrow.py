@@ -12,22 +12,41 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from framework.backfill.task import TaskSettings, route, run_task
+from framework.backfill.task import COLUMNS, RECORD, TaskSettings, route, run_task
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.kafka.registry_settings import RegistrySettings
 
 ROUTED = ("r_key", "stage", "error_type", "error")
 """What routing adds to each record: its key, or where and why it is a dead letter."""
 
+RECORD_CONSTANTS = {"kind": RECORD, "keyed": True, "stage": None, "error_type": None,
+                    "error": None}  # fmt: skip
+"""A task's columns that are the same in every row of input read by its Kafka key: a frame of
+only such rows leaves them out, and `task_rows` puts them back (Spark's Arrow writer had cost
+more per record than the task's Python loop reading them)."""
+
 
 def rows(batches: Iterator[Any]) -> Iterator[tuple]:
     """The batches' rows as tuples (headers as (key, value) pairs, as Kafka gives them)."""
     for batch in batches:
-        columns = [_values(column) for column in batch.columns]
-        if "headers" in batch.schema.names:
-            at = batch.schema.names.index("headers")
-            columns[at] = [_pairs(hs) for hs in columns[at]]
+        yield from zip(*_columns(batch), strict=True)
+
+
+def task_rows(batches: Iterator[Any]) -> Iterator[tuple]:
+    """The batches' rows in `task.COLUMNS` order, the columns a frame left out
+    (`RECORD_CONSTANTS`) put back."""
+    for batch in batches:
+        given, n = dict(zip(batch.schema.names, _columns(batch), strict=True)), batch.num_rows
+        columns = [given[c] if c in given else [RECORD_CONSTANTS[c]] * n for c in COLUMNS]
         yield from zip(*columns, strict=True)
+
+
+def _columns(batch: Any) -> list[list]:
+    columns = [_values(column) for column in batch.columns]
+    if "headers" in batch.schema.names:
+        at = batch.schema.names.index("headers")
+        columns[at] = [_pairs(hs) for hs in columns[at]]
+    return columns
 
 
 def _values(column: Any) -> list:
@@ -53,7 +72,7 @@ def task(settings: TaskSettings, batches: Iterator[Any]) -> Iterator[Any]:
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    result = run_task(settings, context.partitionId(), rows(batches))
+    result = run_task(settings, context.partitionId(), task_rows(batches))
     yield pa.RecordBatch.from_pydict({"result": [result]})
 
 

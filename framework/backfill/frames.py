@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, TopicPartition
 from framework.backfill import arrow as on_arrow
 from framework.backfill.plan import Plan, Range, co_partitioned
 from framework.backfill.session import kafka_source
-from framework.backfill.task import BAD, IDS, RECORD, STATE, TIMER, route
+from framework.backfill.task import BAD, COLUMNS, IDS, RECORD, STATE, TIMER, route
 from framework.core.dedup import decode_segment
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.kafka.config import consumer_config, reader_group
@@ -89,8 +89,6 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
     headers_type = T.ArrayType(
         T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
     )
-    columns = ["kind", "key", "ts", "topic", "partition", "offset", "kafka_key", "value",
-               "headers", "stream", "keyed", "stage", "error_type", "error"]  # fmt: skip
 
     def latest(topic: str, ends: dict[int, int]) -> Any:
         ranges = journal_ranges(topic, ends, bootstrap, reader_group(spec.group), kafka)
@@ -206,13 +204,15 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
         return None
     if arrow and len(parts) == 1 and keyed is not None and _one_task_per_partition(plan, keyed):
         # keyed by the producer, no state or timers yet: each Kafka partition is a task
+        # every row a record read by its key: what is the same in all of them is not sent
         log.info("%s: %d tasks, one per input partition, no shuffle", spec.group, plan.tasks)
-        return parts[0].select(*columns).sortWithinPartitions("ts", "topic", "partition", "offset")
+        varying = [c for c in COLUMNS if c not in on_arrow.RECORD_CONSTANTS]
+        return parts[0].select(*varying).sortWithinPartitions("ts", "topic", "partition", "offset")
     events = parts[0]
     for part in parts[1:]:
         events = events.unionByName(part)
     return (
-        events.select(*columns)
+        events.select(*COLUMNS)
         .repartition(plan.tasks, "key")
         .sortWithinPartitions("kind", "ts", "topic", "partition", "offset")
     )

@@ -47,6 +47,11 @@ STATE, TIMER, IDS, RECORD, BAD = 0, 1, 2, 3, 4
 """Kinds of rows a task receives, in the order it sorts them (IDS: one id of a segment of the
 id journal, with dedup: the segment's key, its start as ts, the id as value)."""
 
+COLUMNS = ("kind", "key", "ts", "topic", "partition", "offset", "kafka_key", "value", "headers",
+           "stream", "keyed", "stage", "error_type", "error")  # fmt: skip
+"""A task's row: its kind, the key it is run under, then the Kafka record; for BAD, where and
+why it is a dead letter."""
+
 TRANSACTION_TIMEOUT_MS = 600_000
 """A task's transaction lasts as long as the task; the broker's default maximum is 15 min."""
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from framework.backfill.arrow import rows
+from framework.backfill.arrow import RECORD_CONSTANTS, rows, task_rows
+from framework.backfill.task import COLUMNS, RECORD
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -33,3 +34,16 @@ def test_a_key_that_is_not_utf8_is_read_with_replacement_characters():
         "ok",
         "\ufffd\ufffd",
     ]
+
+
+def test_a_task_reads_its_rows_in_column_order_with_the_columns_left_out_put_back():
+    """A frame of records read by their Kafka key leaves out what every row shares
+    (`RECORD_CONSTANTS`); the task's rows are the same as from a frame that sent them."""
+    values = {"kind": RECORD, "key": "a", "ts": 1, "topic": "t", "partition": 0, "offset": 5,
+              "kafka_key": b"a", "value": b"v", "headers": [], "stream": "t", "keyed": True,
+              "stage": None, "error_type": None, "error": None}  # fmt: skip
+    whole = pa.RecordBatch.from_pylist([values])
+    varying = [c for c in reversed(COLUMNS) if c not in RECORD_CONSTANTS]
+    narrow = pa.RecordBatch.from_pylist([{c: values[c] for c in varying}])
+    expected = [tuple(values[c] for c in COLUMNS)]
+    assert list(task_rows(iter([whole]))) == list(task_rows(iter([narrow]))) == expected
