@@ -22,8 +22,8 @@ ROUTED = ("r_key", "stage", "error_type", "error")
 RECORD_CONSTANTS = {"kind": RECORD, "keyed": True, "stage": None, "error_type": None,
                     "error": None}  # fmt: skip
 """A task's columns that are the same in every row of input read by its Kafka key: a frame of
-only such rows leaves them out, and `task_rows` puts them back (Spark's Arrow writer had cost
-more per record than the task's Python loop reading them)."""
+only such rows leaves them out, and `task_rows` puts them back: Spark's Arrow writer and the
+task's conversion of them had cost about 5% of a backfill's CPU (docs/performance.md)."""
 
 
 def rows(batches: Iterator[Any]) -> Iterator[tuple]:

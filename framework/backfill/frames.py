@@ -203,8 +203,8 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
     if not parts:
         return None
     if arrow and len(parts) == 1 and keyed is not None and _one_task_per_partition(plan, keyed):
-        # keyed by the producer, no state or timers yet: each Kafka partition is a task
-        # every row a record read by its key: what is the same in all of them is not sent
+        # keyed by the producer, no state or timers yet: each Kafka partition is a task, and
+        # what every row shares is not sent (`arrow.RECORD_CONSTANTS`)
         log.info("%s: %d tasks, one per input partition, no shuffle", spec.group, plan.tasks)
         varying = [c for c in COLUMNS if c not in on_arrow.RECORD_CONSTANTS]
         return parts[0].select(*varying).sortWithinPartitions("ts", "topic", "partition", "offset")
