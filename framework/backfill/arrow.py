@@ -12,18 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from framework.backfill.task import COLUMNS, RECORD, TaskSettings, route, run_task
+from framework.backfill.task import COLUMNS, RECORD_CONSTANTS, TaskSettings, route, run_task
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.kafka.registry_settings import RegistrySettings
 
 ROUTED = ("r_key", "stage", "error_type", "error")
 """What routing adds to each record: its key, or where and why it is a dead letter."""
-
-RECORD_CONSTANTS = {"kind": RECORD, "keyed": True, "stage": None, "error_type": None,
-                    "error": None}  # fmt: skip
-"""A task's columns that are the same in every row of input read by its Kafka key: a frame of
-only such rows leaves them out, and `task_rows` puts them back: Spark's Arrow writer and the
-task's conversion of them had cost about 5% of a backfill's CPU (docs/performance.md)."""
 
 
 def rows(batches: Iterator[Any]) -> Iterator[tuple]:

@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, TopicPartition
 from framework.backfill import arrow as on_arrow
 from framework.backfill.plan import Plan, Range, co_partitioned
 from framework.backfill.session import kafka_source
-from framework.backfill.task import BAD, COLUMNS, IDS, RECORD, STATE, TIMER, route
+from framework.backfill.task import BAD, COLUMNS, IDS, RECORD, RECORD_CONSTANTS, STATE, TIMER, route
 from framework.core.dedup import decode_segment
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.kafka.config import consumer_config, reader_group
@@ -204,9 +204,9 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
         return None
     if arrow and len(parts) == 1 and keyed is not None and _one_task_per_partition(plan, keyed):
         # keyed by the producer, no state or timers yet: each Kafka partition is a task, and
-        # what every row shares is not sent (`arrow.RECORD_CONSTANTS`)
+        # what every row shares is not sent (`task.RECORD_CONSTANTS`)
         log.info("%s: %d tasks, one per input partition, no shuffle", spec.group, plan.tasks)
-        varying = [c for c in COLUMNS if c not in on_arrow.RECORD_CONSTANTS]
+        varying = [c for c in COLUMNS if c not in RECORD_CONSTANTS]
         return parts[0].select(*varying).sortWithinPartitions("ts", "topic", "partition", "offset")
     events = parts[0]
     for part in parts[1:]:

@@ -38,7 +38,7 @@ its one thread costs less CPU than the parallel collector's on the few cores a b
 shares with its Python workers. No optimising compiler (C1 only): a backfill's JVM runs
 seconds to minutes, and most of its CPU went to C2 compiling code (10 of 21 s CPU at
 1,000,000 CountWords records in local[2]); without it the same backfill took 24 instead of
-32 µs CPU a record (`bench/backfill.py`)."""
+32 µs CPU a record (`bench/backfill.py`, Arrow batches then unbounded in bytes)."""
 
 ARROW_BATCH_ROWS = "100"
 """Rows in an Arrow batch (`spark.sql.execution.arrow.maxRecordsPerBatch`; Spark's default is

@@ -52,6 +52,12 @@ COLUMNS = ("kind", "key", "ts", "topic", "partition", "offset", "kafka_key", "va
 """A task's row: its kind, the key it is run under, then the Kafka record; for BAD, where and
 why it is a dead letter."""
 
+RECORD_CONSTANTS = {"kind": RECORD, "keyed": True, "stage": None, "error_type": None,
+                    "error": None}  # fmt: skip
+"""The columns that are the same in every row of input read by its Kafka key: a frame of only
+such rows leaves them out, and `arrow.task_rows` puts them back (Spark's Arrow writer and the
+task's conversion of them had cost about 5% of a backfill's CPU, docs/performance.md)."""
+
 TRANSACTION_TIMEOUT_MS = 600_000
 """A task's transaction lasts as long as the task; the broker's default maximum is 15 min."""
 

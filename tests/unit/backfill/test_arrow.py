@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from framework.backfill.arrow import RECORD_CONSTANTS, rows, task_rows
-from framework.backfill.task import COLUMNS, RECORD
+from framework.backfill.arrow import rows, task_rows
+from framework.backfill.task import COLUMNS, RECORD, RECORD_CONSTANTS
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
