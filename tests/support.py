@@ -19,6 +19,9 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 REPO = Path(__file__).resolve().parents[1]
+TRANSACTIONS_LOG4J = f"-Dlog4j2.configurationFile={REPO / 'ops' / 'log4j2-transactions.properties'}"
+"""A test broker's JVM option: its log says what explains a hanging transaction or a stall
+(the transaction coordinator, leadership changes, fencing), beside its warnings."""
 
 
 def maven_classpath(project: Path, jar: Path) -> str:

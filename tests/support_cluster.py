@@ -15,11 +15,12 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from framework.broker.cluster import Cluster
 from framework.broker.host import QUIET
 from framework.jvm.process import any_free_port
-from tests.support import Wordcount, unique_name
+from tests.support import TRANSACTIONS_LOG4J, Wordcount, unique_name
 from tests.support_toxiproxy import Toxiproxy, toxiproxy_server
 
-NODE_JVM_OPTS = ["-XX:TieredStopAtLevel=1"]
-"""The quick JIT alone: three JVMs start on a shared machine with less CPU."""
+NODE_JVM_OPTS = ["-XX:TieredStopAtLevel=1", TRANSACTIONS_LOG4J]
+"""The quick JIT alone: three JVMs start on a shared machine with less CPU. Each node's log
+says when leaders moved and what the transaction coordinator did: a stall is explained there."""
 STALL_AIM_S = 30.0
 """The issue's aim for the longest stall of the output while two brokers of three are up and
 reachable: met in most runs here (README, Production settings)."""

@@ -97,7 +97,7 @@ def terminate(pid: int, timeout: float, what: str) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     if not wait_exit(pid, timeout):
-        log.warning("%s pid %d ignored SIGTERM for %.0fs; killing it", what, pid, timeout)
+        log.warning("%s pid %d still ran %.1fs after SIGTERM; killing it", what, pid, timeout)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         wait_exit(pid, 10)

@@ -24,6 +24,9 @@ from framework.streaming.task import InputPartition, Task
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 60
+SLOW_COMMIT_S = 10.0
+"""A commit that takes longer is logged with the time of each step: a broker's failure shows
+up in the output only as a stall, and the steps say where the job waited."""
 
 
 class Committer:
@@ -71,12 +74,14 @@ class Committer:
            10.6 / 25.1 ms without, `bench/latency.py --repeat 2`.)
         """
         collector, started = self.collector, time.monotonic()
+        steps: dict[str, float] = {}
         try:
             for task in tasks:  # 1
                 task.prepare_commit()
             due = [t for t in tasks if self.marks.get(t.producer) != t.mark_state()]  # 2
             if due:
                 collector.flush()
+            steps["writes"] = time.monotonic()
             sent = {}
             for task in due:
                 mark = task.mark()
@@ -92,14 +97,17 @@ class Committer:
                 if offsets:
                     group = self.consumer.consumer_group_metadata()
                     self._retrying(self.producer.send_offsets_to_transaction, offsets, group)
+                steps["offsets"] = time.monotonic()
                 self._retrying(self.producer.commit_transaction)  # 4
             else:
                 collector.flush()
                 if offsets:
                     self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as error:
+            self._slow(started, steps, "failed after")
             self._abort(error)
             return False
+        self._slow(started, steps, "commit")
         self.marks.update(sent)
         for task in tasks:  # 5
             task.committed()
@@ -109,6 +117,19 @@ class Committer:
         COMMITS.labels(self.spec.name).inc()
         COMMIT_SECONDS.labels(self.spec.name).observe(self.last_commit - started)
         return True
+
+    def _slow(self, started: float, steps: dict[str, float], last_step: str) -> None:
+        """Log a commit slower than SLOW_COMMIT_S, with how long each step took."""
+        now = time.monotonic()
+        if now - started < SLOW_COMMIT_S:
+            return
+        times, last = [], started
+        for name, at in [*steps.items(), (last_step, now)]:
+            times.append(f"{name} {at - last:.1f}s")
+            last = at
+        log.warning(
+            "%s: a commit took %.1fs (%s)", self.spec.group, now - started, ", ".join(times)
+        )
 
     def _retrying(self, step, *args) -> None:
         """A transactional step, called again while it fails with an error librdkafka calls

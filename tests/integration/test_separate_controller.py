@@ -26,17 +26,17 @@ from confluent_kafka.admin import AdminClient
 
 from framework.broker.embedded import Broker
 from framework.jvm.process import alive
+from tests.support import TRANSACTIONS_LOG4J
 
 pytestmark = pytest.mark.timeout(240)
 
-LOG4J = Path(__file__).resolve().parents[2] / "ops" / "log4j2-transactions.properties"
 FAST = {"broker.session.timeout.ms": "2000", "broker.heartbeat.interval.ms": "500"}
 """The chaos run's settings: a killed broker's registration expires in 2 s, not 9."""
 
 
 def _separated(home: Path) -> Broker:
-    """Logging the transaction coordinator's loads (`LOG4J`)."""
-    jvm_opts = ["-XX:TieredStopAtLevel=1", f"-Dlog4j2.configurationFile={LOG4J}"]
+    """Logging the transaction coordinator's loads (`TRANSACTIONS_LOG4J`)."""
+    jvm_opts = ["-XX:TieredStopAtLevel=1", TRANSACTIONS_LOG4J]
     return Broker(home, settings=FAST, jvm_opts=jvm_opts, separate_controller=True)
 
 
@@ -107,7 +107,7 @@ def test_a_broker_restarted_at_once_loads_its_transactions_only_as_the_elected_l
         producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "restarted"})
         producer.init_transactions(30)
         before = dict(_loads(broker.log_file.read_text()))
-        assert before, "the coordinator logged no loads (LOG4J)"
+        assert before, "the coordinator logged no loads (TRANSACTIONS_LOG4J)"
         seen = broker.log_file.stat().st_size
         broker.kill()
         broker.start(port=0, say=lambda _: None)

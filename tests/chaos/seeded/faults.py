@@ -18,7 +18,7 @@ from pathlib import Path
 
 from framework.broker.embedded import Broker
 from tests.chaos.seeded.schedule import CLUSTER_KINDS, LANE_KINDS, Fault
-from tests.support import Job
+from tests.support import TRANSACTIONS_LOG4J, Job
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,6 @@ CLIENT_SETTINGS = {
     "reconnect.backoff.max.ms": 1000,
 }
 SESSION_S = CLIENT_SETTINGS["session.timeout.ms"] / 1000
-LOG4J = Path(__file__).resolve().parents[3] / "ops" / "log4j2-transactions.properties"
 
 
 class ChaosBroker:
@@ -46,13 +45,13 @@ class ChaosBroker:
     with one combined JVM, a restarted node acted on the metadata it replayed before the
     controller in it fenced its previous incarnation, and its partitions had no leader for a
     moment while its transaction coordinator sent markers (docs/chaos.md). The
-    broker and controller log what explains a hanging transaction (`LOG4J`)."""
+    broker and controller log what explains a hanging transaction (`TRANSACTIONS_LOG4J`)."""
 
     def __init__(self, home: Path) -> None:
         self.broker = Broker(
             home,
             settings=BROKER_SETTINGS,
-            jvm_opts=["-XX:TieredStopAtLevel=1", f"-Dlog4j2.configurationFile={LOG4J}"],
+            jvm_opts=["-XX:TieredStopAtLevel=1", TRANSACTIONS_LOG4J],
             separate_controller=True,
         )
         self.bootstrap = ""

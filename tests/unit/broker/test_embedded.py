@@ -204,3 +204,24 @@ def test_bootstrap_resolution_prefers_flag_then_env(monkeypatch):
     monkeypatch.delenv("LOGWHEEL_BOOTSTRAP")
     monkeypatch.setattr(homes, "ensure_running", lambda: "embedded:1")
     assert homes.bootstrap_from(None) == "embedded:1"
+
+
+def test_a_separated_brokers_stop_ends_its_jvm_before_the_controller_can_fence_it(
+    home, monkeypatch
+):
+    """A broker fenced while its JVM still shuts down leaves transactions hanging (Kafka skips
+    markers to a partition without a leader): its SIGTERM is followed by a SIGKILL before its
+    session, less a heartbeat, can expire. A combined node keeps the whole timeout."""
+    fast = {"broker.session.timeout.ms": "2000", "broker.heartbeat.interval.ms": "500"}
+    separated = Broker(home, separate_controller=True, settings=fast)
+    assert separated.stop_timeout() == 1.0
+    assert Broker(home.with_name("defaults"), separate_controller=True).stop_timeout() == 6.5
+    assert Broker(home.with_name("combined"), settings=fast).stop_timeout() == 30.0
+    separated.home.mkdir(parents=True)
+    monkeypatch.setattr(Broker, "_running_pid", lambda self, role, say: 4242)
+    signalled = []
+    monkeypatch.setattr(broker_mod, "terminate", lambda pid, t, what: signalled.append((what, t)))
+    separated.stop(keep_controller=True)
+    assert signalled == [(separated.node.name, 1.0)]
+    separated.stop()
+    assert signalled[1:] == [(separated.node.name, 1.0), (separated.controller.name, 30.0)]

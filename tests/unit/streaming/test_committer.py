@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from framework.core.pipeline import Pipeline
 from framework.core.watermarks import Unwatermarked
 from framework.errors import Rejoin
+from framework.streaming import committer as committer_mod
 from framework.streaming.committer import Committer
 from framework.streaming.task import InputPartition
 from tests.unit.streaming.fakes import FakeCollector, FakeConsumer
@@ -102,3 +105,23 @@ def test_a_retriable_failure_of_the_commit_is_retried_in_the_same_transaction():
     producer.commit_transaction = commit_transaction
     assert c.commit([FakeTask()], inputs)
     assert log.count("commit") == 1 and "abort" not in log and log[-2:] == ["local state", "begin"]
+
+
+def test_a_slow_commit_is_logged_with_the_time_of_each_step(monkeypatch, caplog):
+    """A stall in a job's output says nothing of where the job waited; a slow commit does."""
+    c, collector, inputs = committer()
+    slow = {"flush": 0.5, "send": 0.5, "offsets": 1.0, "commit": 63.0}
+    for at, logged in [
+        (slow, "a commit took 63.0s (writes 0.5s, offsets 0.5s, commit 62.0s)"),
+        ({}, None),
+    ]:
+        # the clock stands where the last step the fake clients logged left it
+        now = SimpleNamespace(monotonic=lambda at=at: at.get(log[-1].split()[0], 0.0))
+        monkeypatch.setattr(committer_mod, "time", now)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger=committer_mod.__name__):
+            assert c.commit([FakeTask()], inputs)
+        if logged:
+            assert f"p.c: {logged}" in caplog.text
+        else:
+            assert "a commit took" not in caplog.text
