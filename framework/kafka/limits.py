@@ -88,12 +88,19 @@ class TopicLimits:
 
 
 def read_limits(
-    admin: AdminClient, topics: Iterable[str], producer_max_bytes: int = DEFAULT_MAX_BYTES
+    admin: AdminClient,
+    topics: Iterable[str],
+    producer_max_bytes: int = DEFAULT_MAX_BYTES,
+    request_timeout: float = 30,
 ) -> TopicLimits:
-    """The limits of existing `topics`, as their configs (with broker defaults) say."""
+    """The limits of existing `topics`, as their configs (with broker defaults) say.
+
+    librdkafka asks the broker its metadata names controller (`request_timeout` bounds the
+    wait for it: a killed one is waited for until the cluster fences it)."""
     resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in dict.fromkeys(topics)]
     limits = {}
-    for resource, future in admin.describe_configs(resources, request_timeout=30).items():
+    described = admin.describe_configs(resources, request_timeout=request_timeout)
+    for resource, future in described.items():
         config = {name: entry.value for name, entry in future.result(30).items()}
         append_time = config.get("message.timestamp.type") == "LogAppendTime"
         after = _ms(config.get("message.timestamp.after.max.ms"))

@@ -45,6 +45,11 @@ from framework.streaming.task_manager import TaskManager
 
 log = logging.getLogger(__name__)
 IDLE_FETCH_WAIT_MS = 100
+DESCRIBE_TIMEOUT_S = 5
+"""librdkafka sends DescribeTopics and DescribeConfigs to the broker its metadata names
+controller: a killed one, until the cluster fences it, and the request then waited 30 s (three
+brokers; the join after the transaction coordinator's broker was SIGKILLed, whose stall was
+43 s). A join that times out sooner is tried again with new clients and fresh metadata."""
 
 
 class Member:
@@ -76,6 +81,7 @@ class Member:
             admin,
             [*spec.outputs, spec.changelog, spec.dlq, *spec.keyed_topics],
             int(config.get("message.max.bytes", DEFAULT_MAX_BYTES)),
+            request_timeout=DESCRIBE_TIMEOUT_S,
         )
         self.collector = Collector(config, limits)
         # This process's consumers wait longer at the broker than the 20 ms default: a fetch
@@ -217,12 +223,6 @@ class Member:
         self.restorer.consumer.close()
         if clean:
             self.collector.producer.flush(10)
-
-
-DESCRIBE_TIMEOUT_S = 5
-"""librdkafka sends DescribeTopics to the broker its metadata names controller: a killed one,
-until the cluster fences it, and the request then waited 30 s (three brokers). A join that
-times out sooner is tried again with new clients and fresh metadata."""
 
 
 def _topic_ids(admin: AdminClient, spec: ComputationSpec) -> dict[str, str]:

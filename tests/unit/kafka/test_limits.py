@@ -33,3 +33,25 @@ def test_a_lower_bound_is_checked_every_time():
 def test_room_for_a_dead_letter():
     limits = TopicLimits({"dlq": Limit(max_bytes=1_000)})
     assert 0 < limits.room("dlq", b"key", [("logwheel.error", b"x" * 100)]) < 1_000 - 100
+
+
+def test_limits_are_read_within_the_callers_bound():
+    """librdkafka waits for the broker its metadata names controller, a killed one included:
+    a join passes a bound of a few seconds and tries again with fresh clients."""
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from framework.kafka.limits import read_limits
+
+    asked = []
+
+    def describe_configs(resources, request_timeout):
+        asked.append(request_timeout)
+        answer: Future = Future()
+        answer.set_result({"max.message.bytes": SimpleNamespace(value="2000")})
+        return {r: answer for r in resources}
+
+    admin = SimpleNamespace(describe_configs=describe_configs)
+    assert read_limits(admin, ["t"]).of("t").max_bytes == 2000
+    assert read_limits(admin, ["t"], request_timeout=5).of("t").max_bytes == 2000
+    assert asked == [30, 5]
