@@ -50,6 +50,15 @@ DESCRIBE_TIMEOUT_S = 5
 controller: a killed one, until the cluster fences it, and the request then waited 30 s (three
 brokers; the join after the transaction coordinator's broker was SIGKILLed, whose stall was
 43 s). A join that times out sooner is tried again with new clients and fresh metadata."""
+DESCRIBE_TIMEOUT_MAX_S = 30
+"""The bound of a join's describe requests after joins in a row timed out (doubled from
+DESCRIBE_TIMEOUT_S each time): a broker under load may answer DescribeConfigs slower than 5 s
+every time, and a fixed 5 s then failed every join on a single broker in `make test`."""
+
+
+def describe_timeout(failed_joins: int) -> float:
+    """The bound of a join's describe requests after `failed_joins` joins in a row failed."""
+    return min(DESCRIBE_TIMEOUT_MAX_S, DESCRIBE_TIMEOUT_S * 2**failed_joins)
 
 
 class Member:
@@ -67,6 +76,7 @@ class Member:
         state_dir: Path,
         standby: int,
         registry: RegistrySettings | None = None,
+        describe_s: float = DESCRIBE_TIMEOUT_S,
     ) -> None:
         self.pipeline, self.spec = pipeline, spec
         instance = f"{spec.group}.{instance}"
@@ -81,7 +91,7 @@ class Member:
             admin,
             [*spec.outputs, spec.changelog, spec.dlq, *spec.keyed_topics],
             int(config.get("message.max.bytes", DEFAULT_MAX_BYTES)),
-            request_timeout=DESCRIBE_TIMEOUT_S,
+            request_timeout=describe_s,
         )
         self.collector = Collector(config, limits)
         # This process's consumers wait longer at the broker than the 20 ms default: a fetch
@@ -102,7 +112,7 @@ class Member:
             refuse=self._refused,
         )
         self.restorer = Restorer(
-            Consumer(dict(reader)), spec, _topic_ids(admin, spec), refuse=self._refused
+            Consumer(dict(reader)), spec, _topic_ids(admin, spec, describe_s), refuse=self._refused
         )
         self.rt = Runtime(
             pipeline,
@@ -225,8 +235,8 @@ class Member:
             self.collector.producer.flush(10)
 
 
-def _topic_ids(admin: AdminClient, spec: ComputationSpec) -> dict[str, str]:
+def _topic_ids(admin: AdminClient, spec: ComputationSpec, timeout: float) -> dict[str, str]:
     """Ids of the journal topics, so a store can tell a topic created again from its own."""
     topics = list(spec.journals.values())
-    described = admin.describe_topics(TopicCollection(topics), request_timeout=DESCRIBE_TIMEOUT_S)
+    described = admin.describe_topics(TopicCollection(topics), request_timeout=timeout)
     return {name: str(future.result(30).topic_id) for name, future in described.items()}

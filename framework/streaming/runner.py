@@ -6,11 +6,14 @@ journals, marks and input offsets (invariant 1).
 
 from __future__ import annotations
 
+import functools
 import gc
+import itertools
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka import Message
@@ -22,7 +25,7 @@ from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.serdes import check_registry
 from framework.kafka.topics import create_part_topics
 from framework.streaming.holds import Holds
-from framework.streaming.member import Member
+from framework.streaming.member import Member, describe_timeout
 from framework.streaming.release import release_memory
 from framework.streaming.startup import instance_id, lock_state_dir, partition_counts
 from framework.streaming.task import InputPartition, Task
@@ -91,7 +94,8 @@ class Runner:
             partitions = self._retrying(stop, "starting", self._start)
             instance = instance_id(self.dir, self.instance_id)
             while not stop.is_set():
-                member = self._retrying(stop, "joining", lambda: self._join(partitions, instance))
+                join = functools.partial(self._join, partitions, instance, itertools.count())
+                member = self._retrying(stop, "joining", join)
                 if member is None:
                     return
                 try:
@@ -115,7 +119,10 @@ class Runner:
         create_part_topics(self.bootstrap, self.pipeline, self.spec.name, self.kafka)
         return partition_counts(self.bootstrap, self.kafka, self.spec)
 
-    def _join(self, partitions: dict[str, int], instance: str) -> Member:
+    def _join(self, partitions: dict[str, int], instance: str, tries: Iterator[int]) -> Member:
+        """A membership; `tries` counts the attempts, whose describe requests wait longer
+        after each that failed."""
+        failed = next(tries)
         return Member(
             self.pipeline,
             self.spec,
@@ -126,6 +133,7 @@ class Runner:
             state_dir=self.dir,
             standby=self.standby,
             registry=self.registry,
+            describe_s=describe_timeout(failed),
         )
 
     def _retrying(self, stop: threading.Event, what: str, step):

@@ -39,8 +39,10 @@ class FakeMember:
     joins = 0
     fail_joins = 0
     fail_runs = 0
+    describe_bounds: list[float] = []
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, describe_s, **kwargs):
+        FakeMember.describe_bounds.append(describe_s)
         if FakeMember.fail_joins:
             FakeMember.fail_joins -= 1
             raise _down()
@@ -71,6 +73,7 @@ def test_start_and_rejoin_wait_for_the_broker(tmp_path, monkeypatch):
     monkeypatch.setattr(Runner, "_loop", lambda self, member, stop: member.run(stop))
     monkeypatch.setattr(runner_module.time, "sleep", lambda s: None)
     FakeMember.joins, FakeMember.fail_joins, FakeMember.fail_runs = 0, 2, 1
+    FakeMember.describe_bounds = []
     stop = threading.Event()
     waits = []
     monkeypatch.setattr(stop, "wait", lambda s: waits.append(s))
@@ -80,6 +83,10 @@ def test_start_and_rejoin_wait_for_the_broker(tmp_path, monkeypatch):
     assert starts["calls"] == 3  # two transport failures, then started
     assert FakeMember.joins == 2  # a membership ended by the outage, then the next one
     assert len(waits) == 4  # waited after each failed start and each failed join
+    # a join's describe requests wait 5 s, twice as long after each failed join in a row (a
+    # loaded broker may be slower every time), and 5 s again for the next membership
+    assert FakeMember.describe_bounds == [5, 10, 20, 5]
+    assert runner_module.describe_timeout(3) == runner_module.describe_timeout(9) == 30
 
 
 def test_other_errors_still_end_the_process(tmp_path, monkeypatch):
