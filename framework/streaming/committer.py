@@ -18,12 +18,16 @@ from framework.core.metrics import ABORTS, COMMIT_SECONDS, COMMITS
 from framework.core.pipeline import ComputationSpec
 from framework.core.watermarks import encode_mark
 from framework.errors import Rejoin
+from framework.kafka.bounded import BoundedCalls
 from framework.kafka.collector import DATA_FAULTS, Collector
 from framework.kafka.groups import commit_metadata
 from framework.streaming.task import InputPartition, Task
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 60
+LEFT_BEHIND_S = 10.0
+"""How long past its own timeout a transactional call is waited for before it and its
+producer are left behind (`framework.kafka.bounded`) and the membership ends."""
 SLOW_COMMIT_S = 10.0
 """A commit that takes longer is logged with the time of each step: a broker's failure shows
 up in the output only as a stall, and the steps say where the job waited."""
@@ -48,8 +52,9 @@ class Committer:
         self.marks: dict[str, tuple] = {}  # what each task last published (Mark.state)
         self.last_commit = time.monotonic()
         self.refusal: KafkaError | None = None  # the broker refused a record's content
+        self.calls = BoundedCalls(f"{spec.group}.transactions")
         if self.eos:
-            self.producer.init_transactions(TIMEOUT_S)
+            self._bounded(self.producer.init_transactions, TIMEOUT_S)
             self.producer.begin_transaction()
 
     def marks_moved(self, tasks: Iterable[Task]) -> bool:
@@ -139,7 +144,7 @@ class Committer:
         deadline = time.monotonic() + TIMEOUT_S
         while True:
             try:
-                return step(*args, TIMEOUT_S)
+                return self._bounded(step, *args, TIMEOUT_S)
             except KafkaException as error:
                 err = error.args[0] if error.args else None
                 retriable = isinstance(err, KafkaError) and err.retriable()
@@ -149,6 +154,17 @@ class Committer:
                     raise
                 log.info("%s: %s, retrying: %s", self.spec.group, step.__name__, err.str())
                 time.sleep(0.1)
+
+    def _bounded(self, call, *args) -> object:
+        """`call(*args)` (its timeout the last of them), left behind if it blocks past it."""
+        try:
+            return self.calls.call(call, *args, wait=args[-1] + LEFT_BEHIND_S)
+        except TimeoutError:
+            name = getattr(call, "__name__", "a transactional call")
+            raise Rejoin(
+                f"{name} still blocked {LEFT_BEHIND_S:g} s past its {args[-1]:g} s timeout "
+                "(librdkafka#5456): its producer is left behind and new clients made"
+            ) from None
 
     def _abort(self, error: KafkaException) -> None:
         """A commit failed. If the transaction can be aborted (a rebalance moved the group's
@@ -166,7 +182,7 @@ class Committer:
         ABORTS.labels(self.spec.name).inc()
         if self.eos:
             try:
-                self.producer.abort_transaction(TIMEOUT_S)
+                self._bounded(self.producer.abort_transaction, TIMEOUT_S)
                 self.producer.begin_transaction()
             except KafkaException as fatal:
                 raise Rejoin(f"abort failed: {fatal}") from fatal
@@ -175,9 +191,14 @@ class Committer:
         self.collector.discard_errors()
 
     def abandon(self) -> None:
-        """Leaving without committing: abort what is open."""
-        if self.eos:
+        """Leaving without committing: abort what is open (unless a call was left behind:
+        the next producer with this transactional id aborts it)."""
+        if self.eos and self.calls.stuck is None:
             try:
-                self.producer.abort_transaction(10)
-            except (KafkaException, KafkaError) as error:  # a fenced producer's, raised bare
+                self._bounded(self.producer.abort_transaction, 10)
+            except (KafkaException, KafkaError, Rejoin) as error:  # a fenced producer's, bare
                 log.info("%s: abort on close: %s", self.spec.group, error)
+
+    def close(self) -> None:
+        """End the thread of the transactional calls."""
+        self.calls.close()

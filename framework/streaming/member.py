@@ -231,6 +231,7 @@ class Member:
             self.tasks.close()
         self.channels.close()
         self.restorer.consumer.close()
+        self.committer.close()
         if clean:
             self.collector.producer.flush(10)
 

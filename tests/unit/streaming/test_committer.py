@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -125,3 +126,23 @@ def test_a_slow_commit_is_logged_with_the_time_of_each_step(monkeypatch, caplog)
             assert f"p.c: {logged}" in caplog.text
         else:
             assert "a commit took" not in caplog.text
+
+
+def test_a_transactional_call_blocked_past_its_timeout_ends_the_membership(monkeypatch):
+    """librdkafka#5456: `send_offsets_to_transaction` asked again after a time-out blocked for
+    minutes. The membership ends instead (its producer left behind, the next one's
+    `init_transactions` aborts what it had open), and its close does not wait on it again."""
+    c, collector, inputs = committer()
+    monkeypatch.setattr(committer_mod, "TIMEOUT_S", 0.1)
+    monkeypatch.setattr(committer_mod, "LEFT_BEHIND_S", 0.2)
+    release = threading.Event()
+
+    def send_offsets_to_transaction(offsets, group, timeout):
+        release.wait()
+
+    collector.producer.send_offsets_to_transaction = send_offsets_to_transaction
+    with pytest.raises(Rejoin, match="send_offsets_to_transaction still blocked"):
+        c.commit([FakeTask()], inputs)
+    c.abandon()
+    assert "abort" not in log
+    release.set()

@@ -220,7 +220,7 @@ def test_a_close_survives_the_consumer_raising_a_bare_kafka_error():
 
     member.consumer.close = close
     member.close(clean=False)
-    assert calls[-3:] == ["tasks.close", "channels.close", "restorer.close"], calls
+    assert calls[-4:] == ["tasks.close", "channels.close", "restorer.close", "committer.close"]
 
 
 def test_an_idle_poll_waits_longer_each_quiet_round_up_to_its_bound_and_never_past_a_timer():
