@@ -160,10 +160,9 @@ class Committer:
         try:
             return self.calls.call(call, *args, wait=args[-1] + LEFT_BEHIND_S)
         except TimeoutError:
-            name = getattr(call, "__name__", "a transactional call")
             raise Rejoin(
-                f"{name} still blocked {LEFT_BEHIND_S:g} s past its {args[-1]:g} s timeout "
-                "(librdkafka#5456): its producer is left behind and new clients made"
+                f"{self.calls.stuck} still blocked {LEFT_BEHIND_S:g} s past its {args[-1]:g} s "
+                "timeout (librdkafka#5456): its producer is left behind and new clients made"
             ) from None
 
     def _abort(self, error: KafkaException) -> None:
@@ -191,9 +190,9 @@ class Committer:
         self.collector.discard_errors()
 
     def abandon(self) -> None:
-        """Leaving without committing: abort what is open (unless a call was left behind:
-        the next producer with this transactional id aborts it)."""
-        if self.eos and self.calls.stuck is None:
+        """Leaving without committing: abort what is open (refused at once if a call was left
+        behind: the next producer with this transactional id aborts it)."""
+        if self.eos:
             try:
                 self._bounded(self.producer.abort_transaction, 10)
             except (KafkaException, KafkaError, Rejoin) as error:  # a fenced producer's, bare
