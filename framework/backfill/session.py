@@ -17,6 +17,7 @@ from typing import Any
 
 from framework.errors import ConfigurationError
 from framework.files import write_private
+from framework.jvm.class_archive import ClassArchive
 from framework.jvm.jars import spark_jars
 from framework.kafka.config import java_settings
 
@@ -66,14 +67,29 @@ def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None =
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "8")
     )
-    defaults = {"spark.python.worker.reuse": "true", "spark.driver.extraJavaOptions": JVM_OPTIONS,
+    conf = conf or {}
+    archive = None if "spark.driver.extraJavaOptions" in conf else _driver_archive(version)
+    driver = f"{JVM_OPTIONS} {archive.options()}".strip() if archive else JVM_OPTIONS
+    defaults = {"spark.python.worker.reuse": "true", "spark.driver.extraJavaOptions": driver,
                 "spark.executor.extraJavaOptions": JVM_OPTIONS,
                 "spark.sql.execution.arrow.maxRecordsPerBatch": ARROW_BATCH_ROWS}  # fmt: skip
     for key, value in defaults.items():
-        if key not in (conf or {}):  # the builder's settings would win over the file's
+        if key not in conf:  # the builder's settings would win over the file's
             builder = builder.config(key, value)
-    with _properties_file(conf or {}):
-        return builder.getOrCreate()
+    with _properties_file(conf):
+        spark = builder.getOrCreate()
+    jvm = getattr(spark.sparkContext._gateway, "proc", None)  # the JVM PySpark launched
+    if archive is not None and jvm is not None:
+        archive.keep_at_exit(jvm)
+    return spark
+
+
+def _driver_archive(version: str) -> ClassArchive:
+    """The driver's class archive (not the executors': their classpath differs), one per
+    Spark installation and JVM options."""
+    import pyspark
+
+    return ClassArchive("spark-driver", version, pyspark.__file__, JVM_OPTIONS)
 
 
 @contextlib.contextmanager

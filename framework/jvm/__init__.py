@@ -1,7 +1,8 @@
 """logwheel's JVM parts: the Kafka broker's jars, Spark's Kafka connector and the Schema
 Registry's jar, described by the Maven poms shipped here, found, fetched or built on first use
 (`jars.py`); what running them locally asks of the machine (`process.py`: Java, processes,
-ports); and the broker's log4j2 settings.
+ports); the class archive a JVM started often maps (`class_archive.py`); and the broker's
+log4j2 settings.
 
 May import: the standard library, rich, `framework.errors`.
 """
