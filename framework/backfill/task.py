@@ -60,6 +60,10 @@ task's conversion of them had cost about 5% of a backfill's CPU, docs/performanc
 
 TRANSACTION_TIMEOUT_MS = 600_000
 """A task's transaction lasts as long as the task; the broker's default maximum is 15 min."""
+LINGER_MS = 100
+"""A task commits once, at its end, so no output waits for the producer's linger, and fuller
+batches cost its Python worker less: 11.5 instead of 13.2 s CPU over 1,000,000 CountWords
+records in local[2] at streaming's 1 ms (`bench/backfill.py`, one run each; 1,000 ms: 11.3)."""
 
 
 def route(
@@ -165,7 +169,7 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any]) -> str:
     config = producer_config(
         settings.bootstrap,
         transactional_id=f"{spec.group}.backfill.{settings.plan_id}.{index}",
-        extra={"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS, **kafka},
+        extra={"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS, "linger.ms": LINGER_MS, **kafka},
     )
     admin = AdminClient({**kafka, "bootstrap.servers": settings.bootstrap})
     limits = read_limits(
