@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -41,6 +42,10 @@ seconds to minutes, and most of its CPU went to C2 compiling code (10 of 21 s CP
 1,000,000 CountWords records in local[2]); without it the same backfill took 24 instead of
 32 µs CPU a record (`bench/backfill.py`, Arrow batches then unbounded in bytes)."""
 
+ARCHIVE_ENV = "LOGWHEEL_CLASS_ARCHIVE"
+"""Set to 0, the driver neither maps nor writes a class archive (the tests: a checkout's new
+virtualenv would write one per run, `framework.jvm.class_archive`)."""
+
 ARROW_BATCH_ROWS = "100"
 """Rows in an Arrow batch (`spark.sql.execution.arrow.maxRecordsPerBatch`; Spark's default is
 10,000). Spark measures a batch's bytes after every row it adds, against its bound
@@ -60,17 +65,23 @@ def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None =
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import logwheel too
+    jars = [str(j) for j in spark_jars(version)]
     builder = (
         SparkSession.builder.master(master)
         .appName(app)
-        .config("spark.jars", ",".join(str(j) for j in spark_jars(version)))
+        .config("spark.jars", ",".join(jars))
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "8")
     )
     conf = conf or {}
-    archive = None if "spark.driver.extraJavaOptions" in conf else _driver_archive(version)
+    # the connector on the driver's own classpath too, so that its classes are archived
+    classpath = conf.get("spark.driver.extraClassPath", os.pathsep.join(_not_in_spark(jars)))
+    archive = None
+    if "spark.driver.extraJavaOptions" not in conf and os.environ.get(ARCHIVE_ENV) != "0":
+        archive = _driver_archive(version, classpath)
     driver = f"{JVM_OPTIONS} {archive.options()}".strip() if archive else JVM_OPTIONS
     defaults = {"spark.python.worker.reuse": "true", "spark.driver.extraJavaOptions": driver,
+                "spark.driver.extraClassPath": classpath,
                 "spark.executor.extraJavaOptions": JVM_OPTIONS,
                 "spark.sql.execution.arrow.maxRecordsPerBatch": ARROW_BATCH_ROWS}  # fmt: skip
     for key, value in defaults.items():
@@ -84,12 +95,25 @@ def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None =
     return spark
 
 
-def _driver_archive(version: str) -> ClassArchive:
-    """The driver's class archive (not the executors': their classpath differs), one per
-    Spark installation and JVM options."""
+def _artifact(jar: str) -> str:
+    return re.sub(r"-\d[^/]*\.jar$", "", Path(jar).name)
+
+
+def _not_in_spark(jars: list[str]) -> list[str]:
+    """The connector's jars whose artifact Spark's own jars lack (Spark brings its own Scala,
+    lz4, snappy, ... and those must come first)."""
     import pyspark
 
-    return ClassArchive("spark-driver", version, pyspark.__file__, JVM_OPTIONS)
+    own = {_artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [j for j in jars if _artifact(j) not in own]
+
+
+def _driver_archive(version: str, classpath: str) -> ClassArchive:
+    """The driver's class archive (not the executors': their classpath differs), one per
+    Spark installation, classpath and JVM options."""
+    import pyspark
+
+    return ClassArchive("spark-driver", version, pyspark.__file__, classpath, JVM_OPTIONS)
 
 
 @contextlib.contextmanager

@@ -372,3 +372,24 @@ def test_a_secret_in_spark_settings_is_on_no_command_line(kafka, tmp_path):
     assert any("org.apache.spark.deploy.SparkSubmit" in line for line in seen), "no Spark seen"
     assert not [line for line in seen if secret in line]
     assert secret not in output
+
+
+def test_the_first_backfill_writes_the_drivers_class_archive_whole_and_prints_nothing_of_it(
+    kafka, tmp_path
+):
+    """The CLI's own session writes the archive as its JVM exits, then puts it in place (one
+    that does not map whole never is: tests/unit/jvm/test_class_archive.py); the JVM's CDS
+    messages stay off the command's output, whose last line is still the summary."""
+    wc = Wordcount(kafka, tmp_path)
+    wc.send_lines(20)
+    args, env = backfill_command(wc, kafka, tmp_path, "local[1]")
+    home = tmp_path / "home"
+    env = {**env, "LOGWHEEL_CLASS_ARCHIVE": "1", "LOGWHEEL_HOME": str(home)}
+    done = subprocess.run([*args, "--computation", "split-words"], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1].startswith("backfill "), done.stdout[-2000:]
+    assert "cds" not in done.stdout
+    archives = list((home / "cds").glob("spark-driver-*.jsa"))
+    assert len(archives) == 1 and archives[0].stat().st_size > 10_000_000
+    assert not list((home / "cds").glob("*.part"))

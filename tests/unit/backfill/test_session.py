@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from framework.backfill.session import _escape, _properties_file
+from framework.backfill.session import _escape, _not_in_spark, _properties_file
 
 
 def _java_unescape(text: str) -> str:
@@ -37,3 +37,10 @@ def test_the_file_is_private_named_in_the_environment_and_removed(monkeypatch):
         assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
         assert path.read_text() == "spark.ssl.keyStorePassword=s3cret\nspark.x=true\n"
     assert not path.exists() and "PYSPARK_SUBMIT_ARGS" not in os.environ
+
+
+def test_the_driver_classpath_gets_only_the_connector_jars_spark_lacks():
+    """Spark's own Scala, lz4, ... come first: the connector's break it (NoSuchMethodError)."""
+    jars = ["/j/scala-library-2.13.15.jar", "/j/lz4-java-1.10.1.jar", "/j/kafka-clients-3.9.2.jar",
+            "/j/spark-sql-kafka-0-10_2.13-4.2.0.jar"]  # fmt: skip
+    assert _not_in_spark(jars) == jars[2:]
