@@ -81,7 +81,9 @@ def test_the_first_jvm_writes_the_archive_and_the_next_maps_it(classes, tmp_path
 
 
 def test_an_archive_that_does_not_map_whole_is_never_put_in_place(classes, tmp_path, monkeypatch):
-    """A truncated archive makes every JVM given it crash at start."""
+    """A truncated archive makes every JVM given it crash at start; the check's crash leaves
+    no report behind in the working directory."""
+    monkeypatch.chdir(tmp_path)
     writer = ClassArchive("wait", "1", directory=tmp_path / "cds")
     writer.options()
     jvm = _start(writer, classes)
@@ -97,6 +99,7 @@ def test_an_archive_that_does_not_map_whole_is_never_put_in_place(classes, tmp_p
     jvm.wait = wait_then_truncate
     _finish(writer, jvm, monkeypatch)
     assert not writer.path.exists() and not writer.part.exists()
+    assert not list(tmp_path.glob("hs_err*"))
 
 
 def test_writing_an_archive_removes_those_of_its_name_unused_for_a_week(tmp_path):
