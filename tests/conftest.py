@@ -30,7 +30,7 @@ DOCKER_IMAGE = "confluentinc/cp-kafka:7.9.0"  # testcontainers' KafkaContainer e
 
 # A Spark driver's class archive is written once per Spark installation: each fresh checkout's
 # virtualenv would pay for writing one in the suite, for no gain (one test writes it on purpose).
-os.environ.setdefault("LOGWHEEL_CLASS_ARCHIVE", "0")
+os.environ.setdefault("LOGWHEEL_SPARK_CLASS_ARCHIVE", "0")
 
 # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after
 # pytest has closed the stream its handler writes to: a "--- Logging error ---" trace per run.

@@ -42,7 +42,7 @@ seconds to minutes, and most of its CPU went to C2 compiling code (10 of 21 s CP
 1,000,000 CountWords records in local[2]); without it the same backfill took 24 instead of
 32 µs CPU a record (`bench/backfill.py`, Arrow batches then unbounded in bytes)."""
 
-ARCHIVE_ENV = "LOGWHEEL_CLASS_ARCHIVE"
+ARCHIVE_ENV = "LOGWHEEL_SPARK_CLASS_ARCHIVE"
 """Set to 0, the driver neither maps nor writes a class archive (the tests: a checkout's new
 virtualenv would write one per run, `framework.jvm.class_archive`)."""
 

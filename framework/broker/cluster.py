@@ -34,6 +34,7 @@ from framework.broker.embedded import (
     Broker,
     Started,
     _stderr,
+    class_archive,
 )
 from framework.broker.host import QUIET, BrokerError, cluster_id, find_java, write_properties
 from framework.broker.readiness import coordinator_partition, coordinators_serve
@@ -275,6 +276,8 @@ class Cluster:
                     pids[i] = member._spawn(java, jars, member.node)
                     say(f"starting Kafka node {i} in {member.home} (pid {pids[i]}) ...")
             self._wait_ready(targets, pids, began + timeout)
+            if down:
+                class_archive(jars).build(java, f"{jars}/*")
             first = pids[targets[0]] or 0
             return Started(self.bootstrap(), bool(down), time.monotonic() - began, first)
 

@@ -1,20 +1,26 @@
-"""Class data sharing for a JVM that logwheel starts and that loads the same classes every time
-(the backfill's Spark driver): the JDK's dynamic CDS archive. The first such JVM writes the
-classes it loaded to an archive as it exits (`-XX:ArchiveClassesAtExit`); later ones map that
-archive (`-XX:SharedArchiveFile`) instead of reading, parsing and verifying every class again.
-A Spark driver's start took 3.1 s less CPU with it (`bench/backfill.py --records 4000`: the
-JVM's CPU 7.6 against 4.5 s, the session ready at 2.2 s instead of 3.8).
+"""Class data sharing for the JVMs logwheel starts again and again, loading the same classes
+each time (the backfill's Spark driver, Kafka's nodes): the JDK's CDS. A JVM given an archive
+(`-XX:SharedArchiveFile`) maps the classes in it instead of reading, parsing and verifying
+each one again. Two ways to write one, by how long the writing JVM lives:
 
-The archive lives in `$LOGWHEEL_HOME/cds/` (about 170 MB for Spark), named for the Java
-executable and what the caller says shapes the classes (Spark's version and place, the JVM's
-options), so an upgrade or another installation writes a new one; one unused for a week is
-removed when another of its name is written. Writing it costs the JVM that does so (about 20 s
-more of a first backfill), once. A truncated archive makes the JVM crash at start, so an
-archive is only ever put in place whole: one process at a time (a lock) dumps into a part
-file, and once its JVM has exited cleanly and the part maps with its checksums verified, the
-part is renamed into place. A JVM that finds an archive of another build or classpath ignores
-it (`-Xshare:auto`, the default), with the JVM's CDS messages off so none reaches stdout.
-Linux only (the dumping JVM's classpath is read from /proc); elsewhere nothing changes.
+- A JVM this process ends (the Spark driver: PySpark's gateway exits when its stdin closes)
+  writes the classes it loaded as it exits (`-XX:ArchiveClassesAtExit`). The driver's start
+  took 3.1 s less CPU (`bench/backfill.py --records 4000`: the JVM's CPU 7.6 against 4.5 s,
+  the session ready at 2.2 s instead of 3.8); writing costs that one backfill about 15 s.
+- A JVM that outlives this process (a broker) lists the classes it loads as it goes
+  (`-XX:DumpLoadedClassList`); once it is ready, the process that started it makes the
+  archive from the list (`-Xshare:dump`, about 5 s, once). Ten fresh single-node starts took
+  40.3 instead of 52.3 s (`tests/integration/test_broker_ready.py`).
+
+An archive lives in `$LOGWHEEL_HOME/cds/` (Spark's about 170 MB, Kafka's 65), named for the
+Java executable and what the caller says shapes the classes (versions, places, JVM options),
+so an upgrade or another installation writes a new one; one unused for a week is removed when
+another of its name is written. A truncated archive makes a JVM crash at start, so one is only
+ever put in place whole: one process at a time (a lock) writes a part file, and only a part
+that a JVM maps with its checksums verified is renamed into place. A JVM that finds an archive
+of another build or classpath ignores it (`-Xshare:auto`, the default), with the JVM's CDS
+messages off, so none reaches a command's output. Linux only (the writing JVM's classpath is
+read from /proc); elsewhere nothing changes.
 """
 
 from __future__ import annotations
@@ -46,8 +52,8 @@ log = logging.getLogger(__name__)
 
 
 class ClassArchive:
-    """The archive of one kind of JVM: the options that use or write it, and, for the process
-    that writes it, putting it in place once that JVM has exited."""
+    """The archive of one kind of JVM: the options that map or write it, and, in the process
+    whose JVM writes it, putting it in place (`keep_at_exit`, `build`)."""
 
     def __init__(self, name: str, *shape: str, directory: Path | None = None) -> None:
         java = _java()
@@ -59,15 +65,34 @@ class ClassArchive:
         self._lock: IO | None = None
 
     def options(self) -> str:
-        """JVM options: map the archive if there is one; else write it at exit if no other
-        process is writing it; else none."""
-        if self._lock is not None:
-            return f"-XX:ArchiveClassesAtExit={self.part} {QUIET}"
+        """Options of a JVM this process ends (`keep_at_exit`): map the archive if there is
+        one; else write it as the JVM exits if no other process is writing it; else none."""
+        return self._options(f"-XX:ArchiveClassesAtExit={self.part}")
+
+    def listing_options(self) -> str:
+        """Options of a JVM that outlives this process (a broker): map the archive if there is
+        one; else list the classes it loads, if no other process is listing them, for
+        `build`, which makes the archive from the list while that JVM runs on; else none."""
+        return self._options(f"-XX:DumpLoadedClassList={self.classes}")
+
+    def mapping_options(self) -> str:
+        """Options of a JVM that only maps the archive, if there is one."""
+        return self._options("")
+
+    @property
+    def classes(self) -> Path:
+        return self.path.with_suffix(".classlist")
+
+    def _options(self, writing: str) -> str:
+        if self._lock is not None:  # this process has one JVM write it already
+            return ""
         if not Path("/proc/self/cmdline").exists():
             return ""
         if self.path.exists():
             self.path.touch()  # in use: not stale (`_remove_stale`)
             return f"-XX:SharedArchiveFile={self.path} {QUIET}"
+        if not writing:
+            return ""
         private_dir(self.directory)
         lock = open(self.directory / f"{self.path.name}.lock", "w")  # noqa: SIM115
         try:
@@ -75,11 +100,37 @@ class ClassArchive:
         except BlockingIOError:
             lock.close()
             return ""
-        self._lock = lock  # held until this process ends
+        self._lock = lock  # held until the archive is in place, or this process ends
         self.part.unlink(missing_ok=True)
+        self.classes.unlink(missing_ok=True)
         self._remove_stale()
-        log.info("this JVM writes its class archive as it exits (once: later ones start sooner)")
-        return f"-XX:ArchiveClassesAtExit={self.part} {QUIET}"
+        log.info("writing a class archive for this JVM (once: later ones start sooner)")
+        return f"{writing} {QUIET}"
+
+    def build(self, java: str, classpath: str) -> None:
+        """If this process had a JVM list its classes (`listing_options`): make the archive
+        from the list as written so far (`-Xshare:dump`, seconds), and put it in place if
+        it maps whole. `classpath` is the listing JVM's, exactly."""
+        if self._lock is None or not self.classes.exists():
+            return
+        listed = self.classes.read_text(errors="replace")
+        self.classes.unlink()  # the JVM listing goes on writing to a file no one reads
+        listing = self.classes.with_suffix(".classlist.done")
+        listing.write_text(listed[: listed.rfind("\n") + 1])  # without a line half-written
+        dump = [java, "-Xshare:dump", f"-XX:SharedClassListFile={listing}",
+                f"-XX:SharedArchiveFile={self.part}", *QUIET.split(), "-cp", classpath]  # fmt: skip
+        try:
+            with tempfile.TemporaryDirectory() as scratch:
+                done = subprocess.run(dump, cwd=scratch, capture_output=True, timeout=300)
+            if done.returncode == 0 and _maps(java, classpath, self.part):
+                self.part.replace(self.path)
+        except subprocess.TimeoutExpired:
+            log.warning("making the class archive took over 300 s: left out")
+        finally:
+            self.part.unlink(missing_ok=True)
+            listing.unlink(missing_ok=True)
+            self._lock.close()
+            self._lock = None
 
     def _remove_stale(self) -> None:
         """Archives of the same name unused for STALE_DAYS: of a Java, Spark or checkout (each

@@ -384,7 +384,7 @@ def test_the_first_backfill_writes_the_drivers_class_archive_whole_and_prints_no
     wc.send_lines(20)
     args, env = backfill_command(wc, kafka, tmp_path, "local[1]")
     home = tmp_path / "home"
-    env = {**env, "LOGWHEEL_CLASS_ARCHIVE": "1", "LOGWHEEL_HOME": str(home)}
+    env = {**env, "LOGWHEEL_SPARK_CLASS_ARCHIVE": "1", "LOGWHEEL_HOME": str(home)}
     done = subprocess.run([*args, "--computation", "split-words"], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

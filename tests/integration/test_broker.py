@@ -120,9 +120,12 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 def test_data_survives_stop_and_start_through_the_cli(tmp_path):
+    """Also: the first start (of a fresh `LOGWHEEL_HOME`) makes the class archive, and the
+    restarted broker's JVM maps it (framework/jvm/class_archive.py)."""
     port = any_free_port()
     env = {**os.environ, "LOGWHEEL_BROKER_DIR": str(tmp_path / "broker")}
     env["LOGWHEEL_BROKER_PORT"] = str(port)
+    env["LOGWHEEL_HOME"] = str(tmp_path / "home")
     try:
         first = _cli(env, "start")
         assert first.returncode == 0, first.stderr
@@ -130,6 +133,8 @@ def test_data_survives_stop_and_start_through_the_cli(tmp_path):
         assert lines[-1] == f"127.0.0.1:{port}"
         assert re.search(r"ready in \d+\.\ds", first.stdout), first.stdout
         bootstrap = lines[-1]
+        archives = list((tmp_path / "home" / "cds").glob("kafka-*.jsa"))
+        assert len(archives) == 1, list((tmp_path / "home" / "cds").iterdir())
 
         again = _cli(env, "start")
         assert again.returncode == 0, again.stderr
@@ -152,5 +157,7 @@ def test_data_survives_stop_and_start_through_the_cli(tmp_path):
         assert restarted.returncode == 0, restarted.stderr
         assert restarted.stdout.strip().splitlines()[-1] == bootstrap
         assert _read_all(bootstrap, "durable") == [(f"k{i}", f"v{i}") for i in range(10)]
+        pid = (tmp_path / "broker" / "broker.pid").read_text().strip()
+        assert str(archives[0]) in Path(f"/proc/{pid}/maps").read_text(), "archive not mapped"
     finally:
         _cli(env, "stop")

@@ -34,14 +34,22 @@ def classes(tmp_path: Path) -> Path:
     return tmp_path / "wait.jar"
 
 
-def _start(archive: ClassArchive, classes: Path) -> subprocess.Popen:
-    options = archive.options().split()
-    jvm = subprocess.Popen(["java", *options, "-cp", str(classes), "Wait"], stdin=subprocess.PIPE)
+def _start(options: str, classes: Path) -> subprocess.Popen:
+    jvm = subprocess.Popen(["java", *options.split(), "-cp", str(classes), "Wait"],
+                           stdin=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 30
     while b"Wait" not in Path(f"/proc/{jvm.pid}/cmdline").read_bytes():  # running, as a gateway
         assert time.monotonic() < deadline
         time.sleep(0.01)
     return jvm
+
+
+def _loads_wait_from(archive: Path, classes: Path) -> str:
+    """Where a JVM given only `archive` (`-Xshare:on`: it must map) loads the class Wait from."""
+    command = ["java", f"-XX:SharedArchiveFile={archive}", "-Xshare:on", "-cp", str(classes),
+               "-Xlog:class+load=info", "Wait"]  # fmt: skip
+    out = subprocess.run(command, input=b"", capture_output=True, check=True).stdout.decode()
+    return next(line for line in out.splitlines() if " Wait source: " in line).split(": ")[-1]
 
 
 def _finish(archive: ClassArchive, jvm: subprocess.Popen, monkeypatch) -> None:
@@ -57,21 +65,18 @@ def _finish(archive: ClassArchive, jvm: subprocess.Popen, monkeypatch) -> None:
 def test_the_first_jvm_writes_the_archive_and_the_next_maps_it(classes, tmp_path, monkeypatch):
     home = tmp_path / "cds"
     writer = ClassArchive("wait", "1", directory=home)
-    assert "-XX:ArchiveClassesAtExit=" in writer.options()
+    options = writer.options()
+    assert "-XX:ArchiveClassesAtExit=" in options
+    assert writer.options() == "", "one JVM writes it"
     # another process meanwhile (a second lock in this one conflicts the same way): no option
     assert ClassArchive("wait", "1", directory=home).options() == ""
-    jvm = _start(writer, classes)
+    jvm = _start(options, classes)
     _finish(writer, jvm, monkeypatch)
     assert writer.path.exists() and not writer.part.exists()
 
     reader = ClassArchive("wait", "1", directory=home)
     assert reader.options().startswith(f"-XX:SharedArchiveFile={writer.path} ")
-    mapped = subprocess.run(
-        ["java", f"-XX:SharedArchiveFile={writer.path}", "-Xshare:on", "-cp", str(classes),
-         "-Xlog:class+load=info", "Wait"],
-        input=b"", capture_output=True, check=True,
-    )  # fmt: skip
-    assert b"Wait source: shared objects file (top)" in mapped.stdout
+    assert _loads_wait_from(writer.path, classes) == "shared objects file (top)"
     # an archive of another classpath is ignored, and silently: the JVM's output is a command's
     other = shutil.copy(classes, tmp_path / "other.jar")
     ignored = subprocess.run(["java", *reader.options().split(), "-cp", other, "Wait"],
@@ -85,8 +90,7 @@ def test_an_archive_that_does_not_map_whole_is_never_put_in_place(classes, tmp_p
     no report behind in the working directory."""
     monkeypatch.chdir(tmp_path)
     writer = ClassArchive("wait", "1", directory=tmp_path / "cds")
-    writer.options()
-    jvm = _start(writer, classes)
+    jvm = _start(writer.options(), classes)
     real_wait = jvm.wait
 
     def wait_then_truncate(timeout=None):
@@ -113,3 +117,28 @@ def test_writing_an_archive_removes_those_of_its_name_unused_for_a_week(tmp_path
         os.utime(path, (week_ago, week_ago))
     ClassArchive("wait", "1", directory=home).options()
     assert not old.exists() and recent.exists() and other.exists()
+
+
+def test_a_jvm_that_outlives_its_starter_lists_its_classes_and_the_archive_is_made_meanwhile(
+    classes, tmp_path
+):
+    """A broker's case: the list is read while the JVM runs on (and goes on writing it)."""
+    home = tmp_path / "cds"
+    writer = ClassArchive("wait", "1", directory=home)
+    options = writer.listing_options()
+    assert "-XX:DumpLoadedClassList=" in options and writer.listing_options() == ""
+    jvm = _start(options, classes)
+    deadline = time.monotonic() + 30
+    while b"Wait" not in (writer.classes.read_bytes() if writer.classes.exists() else b""):
+        assert time.monotonic() < deadline, "the JVM lists the classes it loads as it goes"
+        time.sleep(0.05)
+    try:
+        writer.build(os.path.realpath(shutil.which("java")), str(classes))
+    finally:
+        jvm.stdin.close()
+        jvm.wait(30)
+    assert writer.path.exists() and not list(home.glob("*.part")) and not writer.classes.exists()
+    reader = ClassArchive("wait", "1", directory=home)
+    assert reader.listing_options().startswith(f"-XX:SharedArchiveFile={writer.path} ")
+    assert reader.mapping_options() == reader.listing_options()
+    assert _loads_wait_from(writer.path, classes) == "shared objects file"
