@@ -133,11 +133,13 @@ def test_a_transactional_call_blocked_past_its_timeout_ends_the_membership(monke
     minutes. The membership ends instead (its producer left behind, the next one's
     `init_transactions` aborts what it had open), and its close does not wait on it again."""
     c, collector, inputs = committer()
-    monkeypatch.setattr(committer_mod, "TIMEOUT_S", 0.1)
+    monkeypatch.setattr(committer_mod, "STEP_TIMEOUT_S", 0.1)
     monkeypatch.setattr(committer_mod, "LEFT_BEHIND_S", 0.2)
     release = threading.Event()
+    given = []
 
     def send_offsets_to_transaction(offsets, group, timeout):
+        given.append(timeout)
         release.wait()
 
     collector.producer.send_offsets_to_transaction = send_offsets_to_transaction
@@ -146,3 +148,4 @@ def test_a_transactional_call_blocked_past_its_timeout_ends_the_membership(monke
     c.abandon()
     assert "abort" not in log
     release.set()
+    assert given == [0.1], "a commit step's own timeout bounds it, not the retries' TIMEOUT_S"
