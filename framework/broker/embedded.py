@@ -138,7 +138,7 @@ _archives: dict[Path, ClassArchive] = {}
 
 def class_archive(jars: Path) -> ClassArchive:
     """The class archive of Kafka's JVMs (framework/jvm/class_archive.py): a node's starts
-    ready in 3.7-4.0 s instead of 4.5-5.7 with 2.5-2.9 s CPU instead of 3.6-4.2. One per
+    ready in 3.3-4.0 s instead of 4.5-5.7, with 2.5-2.9 s CPU instead of 3.6-4.2. One per
     installation of the jars and this process's JVM flags; the same object for all the JVMs
     this process starts (the one whose JVM lists the classes makes the archive)."""
     if jars not in _archives:
