@@ -76,9 +76,7 @@ def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None =
     conf = conf or {}
     # the connector on the driver's own classpath too, so that its classes are archived
     classpath = conf.get("spark.driver.extraClassPath", os.pathsep.join(_not_in_spark(jars)))
-    archive = None
-    if "spark.driver.extraJavaOptions" not in conf and os.environ.get(ARCHIVE_ENV) != "0":
-        archive = _driver_archive(version, classpath)
+    archive = _driver_archive(version, classpath, conf)
     driver = f"{JVM_OPTIONS} {archive.options()}".strip() if archive else JVM_OPTIONS
     defaults = {"spark.python.worker.reuse": "true", "spark.driver.extraJavaOptions": driver,
                 "spark.driver.extraClassPath": classpath,
@@ -108,12 +106,17 @@ def _not_in_spark(jars: list[str]) -> list[str]:
     return [j for j in jars if _artifact(j) not in own]
 
 
-def _driver_archive(version: str, classpath: str) -> ClassArchive:
+def _driver_archive(version: str, classpath: str, conf: dict) -> ClassArchive | None:
     """The driver's class archive (not the executors': their classpath differs), one per
-    Spark installation, classpath and JVM options."""
+    Java, Spark installation, classpath and JVM options; None if turned off, if `conf` gives
+    the driver's JVM options, or with no java to run (spark-class's: JAVA_HOME's, else PATH's)."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or "spark.driver.extraJavaOptions" in conf or os.environ.get(ARCHIVE_ENV) == "0":
+        return None
     import pyspark
 
-    return ClassArchive("spark-driver", version, pyspark.__file__, classpath, JVM_OPTIONS)
+    return ClassArchive(java, "spark-driver", version, pyspark.__file__, classpath, JVM_OPTIONS)
 
 
 @contextlib.contextmanager

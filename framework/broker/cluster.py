@@ -277,7 +277,7 @@ class Cluster:
                     say(f"starting Kafka node {i} in {member.home} (pid {pids[i]}) ...")
             self._wait_ready(targets, pids, began + timeout)
             if down:
-                class_archive(jars).build(java, f"{jars}/*")
+                class_archive(java, jars).build(java, f"{jars}/*")
             first = pids[targets[0]] or 0
             return Started(self.bootstrap(), bool(down), time.monotonic() - began, first)
 

@@ -133,18 +133,18 @@ SINGLE_NODE_SETTINGS = {
 """Broker settings for a single node; docker-compose.yml and the test container use the same."""
 
 
-_archives: dict[Path, ClassArchive] = {}
+_archives: dict[tuple[str, Path], ClassArchive] = {}
 
 
-def class_archive(jars: Path) -> ClassArchive:
+def class_archive(java: str, jars: Path) -> ClassArchive:
     """The class archive of Kafka's JVMs (framework/jvm/class_archive.py): a node's starts
     ready in 3.3-4.0 s instead of 4.5-5.7, with 2.5-2.9 s CPU instead of 3.6-4.2. One per
     installation of the jars and this process's JVM flags; the same object for all the JVMs
     this process starts (the one whose JVM lists the classes makes the archive)."""
-    if jars not in _archives:
+    if (java, jars) not in _archives:
         names = sorted(p.name for p in jars.glob("*.jar"))
-        _archives[jars] = ClassArchive("kafka", str(jars), *names, *JVM_OPTS)
-    return _archives[jars]
+        _archives[java, jars] = ClassArchive(java, "kafka", str(jars), *names, *JVM_OPTS)
+    return _archives[java, jars]
 
 
 @dataclass(frozen=True)
@@ -304,7 +304,7 @@ class Broker:
             bootstrap = f"127.0.0.1:{ports['port']}"
             with _spinner(f"waiting for Kafka on {bootstrap}"):
                 self._wait_ready(pid, bootstrap, timeout, began)
-            class_archive(jars).build(java, f"{jars}/*")
+            class_archive(java, jars).build(java, f"{jars}/*")
             return Started(bootstrap, True, time.monotonic() - began, pid)
 
     def client_settings(self) -> dict[str, str]:
@@ -494,7 +494,7 @@ class Broker:
         use; a separated broker and its controller share one)."""
         if role.formatted:
             return
-        sharing = class_archive(jars).mapping_options().split()
+        sharing = class_archive(java, jars).mapping_options().split()
         command = [java, *self._jvm_flags(), *sharing, "-cp", f"{jars}/*"]
         command += ["kafka.tools.StorageTool"]
         command += ["format", "--ignore-formatted", "-t", cluster, "-c"]
@@ -518,7 +518,7 @@ class Broker:
         extra = [*self.jvm_opts, *os.environ.get("LOGWHEEL_BROKER_JVM_OPTS", "").split()]
         if role is self.controller:
             extra += CONTROLLER_JVM_OPTS
-        archive = class_archive(jars)  # a broker (not a controller) lists its classes for it
+        archive = class_archive(java, jars)  # a broker (not a controller) lists its classes for it
         listing = role is not self.controller
         sharing = archive.listing_options() if listing else archive.mapping_options()
         command = [java, *self._jvm_flags(), *sharing.split(), *extra, "-cp", f"{jars}/*"]

@@ -31,7 +31,6 @@ import fcntl
 import hashlib
 import logging
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -55,9 +54,10 @@ class ClassArchive:
     """The archive of one kind of JVM: the options that map or write it, and, in the process
     whose JVM writes it, putting it in place (`keep_at_exit`, `build`)."""
 
-    def __init__(self, name: str, *shape: str, directory: Path | None = None) -> None:
-        java = _java()
-        identity = [java, *(str(s) for s in _stat(java))] if java else ["no java"]
+    def __init__(self, java: str, name: str, *shape: str, directory: Path | None = None) -> None:
+        """`java`: the executable the JVMs run (its upgrade makes another archive)."""
+        java = os.path.realpath(java)
+        identity = [java, *(str(s) for s in _stat(java))]
         digest = hashlib.sha256("\0".join([*identity, *shape]).encode()).hexdigest()[:16]
         self.directory = directory or home() / "cds"
         self.path = self.directory / f"{name}-{digest}.jsa"
@@ -120,17 +120,24 @@ class ClassArchive:
         dump = [java, "-Xshare:dump", f"-XX:SharedClassListFile={listing}",
                 f"-XX:SharedArchiveFile={self.part}", *QUIET.split(), "-cp", classpath]  # fmt: skip
         try:
-            with tempfile.TemporaryDirectory() as scratch:
-                done = subprocess.run(dump, cwd=scratch, capture_output=True, timeout=300)
-            if done.returncode == 0 and _maps(java, classpath, self.part):
-                self.part.replace(self.path)
+            self._keep_part(_runs(dump, timeout=300), java, classpath)
         except subprocess.TimeoutExpired:
             log.warning("making the class archive took over 300 s: left out")
-        finally:
             self.part.unlink(missing_ok=True)
+        finally:
             listing.unlink(missing_ok=True)
             self._lock.close()
             self._lock = None
+
+    def _keep_part(self, written: bool, java: str, classpath: str) -> None:
+        """Put the part in place if it was written and a JVM maps it whole, every region's
+        checksum verified; else remove it."""
+        check = [java, f"-XX:SharedArchiveFile={self.part}", "-Xshare:on",
+                 "-XX:+VerifySharedSpaces", "-cp", classpath, "-version"]  # fmt: skip
+        if written and self.part.exists() and _runs(check, timeout=60):
+            self.part.replace(self.path)
+        else:
+            self.part.unlink(missing_ok=True)
 
     def _remove_stale(self) -> None:
         """Archives of the same name unused for STALE_DAYS: of a Java, Spark or checkout (each
@@ -166,28 +173,18 @@ class ClassArchive:
         except subprocess.TimeoutExpired:
             log.warning("the JVM did not exit in %.0f s: no class archive written", EXIT_WAIT_S)
             return
-        if code == 0 and self.part.exists() and _maps(java, classpath, self.part):
-            self.part.replace(self.path)
-        else:
-            self.part.unlink(missing_ok=True)
+        self._keep_part(code == 0, java, classpath)
 
 
-def _maps(java: str, classpath: str, archive: Path) -> bool:
-    """Whether a JVM maps `archive` whole, every region's checksum verified (one that does not
-    crashes: its error report goes to a directory of its own, removed)."""
-    check = [java, f"-XX:SharedArchiveFile={archive}", "-Xshare:on", "-XX:+VerifySharedSpaces"]
+def _runs(command: list[str], timeout: float) -> bool:
+    """Whether a JVM command exits 0. It runs in a scratch directory, where a crash's report
+    goes (a JVM given an archive that does not map whole crashes), removed after."""
+    java, *args = command
     with tempfile.TemporaryDirectory() as scratch:
         crash = [f"-XX:ErrorFile={scratch}/hs_err.log", "-XX:-CreateCoredumpOnCrash"]
-        done = subprocess.run([*check, *crash, "-cp", classpath, "-version"], cwd=scratch,
-                              capture_output=True, timeout=60, check=False)  # fmt: skip
+        done = subprocess.run([java, *crash, *args], cwd=scratch, capture_output=True,
+                              timeout=timeout, check=False)  # fmt: skip
     return done.returncode == 0
-
-
-def _java() -> str | None:
-    """The java executable spark-class and the broker's launcher would run."""
-    java_home = os.environ.get("JAVA_HOME")
-    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-    return os.path.realpath(java) if java else None
 
 
 def _stat(path: str) -> tuple[int, int]:

@@ -15,6 +15,7 @@ from framework.jvm import class_archive
 from framework.jvm.class_archive import ClassArchive
 
 pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK (javac, jar)")
+JAVA = shutil.which("java") or "java"
 
 WAIT = "public class Wait { public static void main(String[] a) throws Exception {\n"
 WAIT += "  java.util.List<Object> l = new java.util.concurrent.CopyOnWriteArrayList<>();\n"
@@ -64,17 +65,17 @@ def _finish(archive: ClassArchive, jvm: subprocess.Popen, monkeypatch) -> None:
 
 def test_the_first_jvm_writes_the_archive_and_the_next_maps_it(classes, tmp_path, monkeypatch):
     home = tmp_path / "cds"
-    writer = ClassArchive("wait", "1", directory=home)
+    writer = ClassArchive(JAVA, "wait", "1", directory=home)
     options = writer.options()
     assert "-XX:ArchiveClassesAtExit=" in options
     assert writer.options() == "", "one JVM writes it"
     # another process meanwhile (a second lock in this one conflicts the same way): no option
-    assert ClassArchive("wait", "1", directory=home).options() == ""
+    assert ClassArchive(JAVA, "wait", "1", directory=home).options() == ""
     jvm = _start(options, classes)
     _finish(writer, jvm, monkeypatch)
     assert writer.path.exists() and not writer.part.exists()
 
-    reader = ClassArchive("wait", "1", directory=home)
+    reader = ClassArchive(JAVA, "wait", "1", directory=home)
     assert reader.options().startswith(f"-XX:SharedArchiveFile={writer.path} ")
     assert _loads_wait_from(writer.path, classes) == "shared objects file (top)"
     # an archive of another classpath is ignored, and silently: the JVM's output is a command's
@@ -82,14 +83,14 @@ def test_the_first_jvm_writes_the_archive_and_the_next_maps_it(classes, tmp_path
     ignored = subprocess.run(["java", *reader.options().split(), "-cp", other, "Wait"],
                              input=b"", capture_output=True, check=True)  # fmt: skip
     assert ignored.stdout == b""
-    assert ClassArchive("wait", "2", directory=home).path != writer.path  # another shape
+    assert ClassArchive(JAVA, "wait", "2", directory=home).path != writer.path  # another shape
 
 
 def test_an_archive_that_does_not_map_whole_is_never_put_in_place(classes, tmp_path, monkeypatch):
     """A truncated archive makes every JVM given it crash at start; the check's crash leaves
     no report behind in the working directory."""
     monkeypatch.chdir(tmp_path)
-    writer = ClassArchive("wait", "1", directory=tmp_path / "cds")
+    writer = ClassArchive(JAVA, "wait", "1", directory=tmp_path / "cds")
     jvm = _start(writer.options(), classes)
     real_wait = jvm.wait
 
@@ -115,7 +116,7 @@ def test_writing_an_archive_removes_those_of_its_name_unused_for_a_week(tmp_path
     week_ago = time.time() - class_archive.STALE_DAYS * 86_400 - 60
     for path in (old, other):
         os.utime(path, (week_ago, week_ago))
-    ClassArchive("wait", "1", directory=home).options()
+    ClassArchive(JAVA, "wait", "1", directory=home).options()
     assert not old.exists() and recent.exists() and other.exists()
 
 
@@ -124,7 +125,7 @@ def test_a_jvm_that_outlives_its_starter_lists_its_classes_and_the_archive_is_ma
 ):
     """A broker's case: the list is read while the JVM runs on (and goes on writing it)."""
     home = tmp_path / "cds"
-    writer = ClassArchive("wait", "1", directory=home)
+    writer = ClassArchive(JAVA, "wait", "1", directory=home)
     options = writer.listing_options()
     assert "-XX:DumpLoadedClassList=" in options and writer.listing_options() == ""
     jvm = _start(options, classes)
@@ -133,12 +134,12 @@ def test_a_jvm_that_outlives_its_starter_lists_its_classes_and_the_archive_is_ma
         assert time.monotonic() < deadline, "the JVM lists the classes it loads as it goes"
         time.sleep(0.05)
     try:
-        writer.build(os.path.realpath(shutil.which("java")), str(classes))
+        writer.build(JAVA, str(classes))
     finally:
         jvm.stdin.close()
         jvm.wait(30)
     assert writer.path.exists() and not list(home.glob("*.part")) and not writer.classes.exists()
-    reader = ClassArchive("wait", "1", directory=home)
+    reader = ClassArchive(JAVA, "wait", "1", directory=home)
     assert reader.listing_options().startswith(f"-XX:SharedArchiveFile={writer.path} ")
     assert reader.mapping_options() == reader.listing_options()
     assert _loads_wait_from(writer.path, classes) == "shared objects file"
