@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Producer
@@ -26,16 +26,26 @@ from framework.kafka.config import consumer_config, producer_config  # noqa: E40
 BATCH = 1000  # as logwheel's Runner.max_batch
 
 
+def stop_on_signals() -> Callable[[], bool]:
+    """Whether SIGTERM or SIGINT came since this was called: a loop's condition to end."""
+    stopped = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopped.append(True))
+    return lambda: bool(stopped)
+
+
+def arguments(argv: Sequence[str] | None, doc: str, *extra: str) -> argparse.Namespace:
+    """--bootstrap, --input, --output, --group and each of `extra`, all required; the help
+    says the first paragraph of `doc`."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    for name in ("bootstrap", "input", "output", "group", *extra):
+        parser.add_argument(f"--{name}", required=True)
+    return parser.parse_args(argv)
+
+
 def run(bootstrap: str, source: str, target: str, group: str) -> int:
     """Copy `source` to `target` until SIGTERM or SIGINT; returns how many records it copied."""
-    stop = False
-
-    def on_signal(*_: object) -> None:
-        nonlocal stop
-        stop = True
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
+    stopped = stop_on_signals()
     consumer = Consumer(
         consumer_config(
             bootstrap,
@@ -47,7 +57,7 @@ def run(bootstrap: str, source: str, target: str, group: str) -> int:
     consumer.subscribe([source])
     copied = 0
     try:
-        while not stop:
+        while not stopped():
             msgs = consumer.consume(BATCH, 0.1)
             for msg in msgs:
                 err = msg.error()
@@ -74,12 +84,7 @@ def run(bootstrap: str, source: str, target: str, group: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--input", required=True)
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--group", required=True)
-    args = parser.parse_args(argv)
+    args = arguments(argv, __doc__)
     copied = run(args.bootstrap, args.input, args.output, args.group)
     print(f"bare_loop: copied {copied} records", file=sys.stderr)
     return 0

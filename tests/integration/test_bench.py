@@ -58,6 +58,16 @@ def test_throughput_verify_counts_lost_and_duplicated() -> None:
     assert outputs.verify(["a", "b", "b"]) == {"lost": 1, "duplicated": 1}
 
 
+def test_throughput_framework_share_compares_logwheel_with_the_hand_written_loop() -> None:
+    module = load("throughput")
+    cpu = {"bare loop": 1.5, "hand-written exactly_once": 4.5, "logwheel exactly_once": 6.75}
+    rows = [{"contender": c, "cpu_us_per_record": v} for c, v in cpu.items()]
+    line = module.framework_share(rows)
+    assert "6.8 us/record, the hand-written loop 4.5 (1.50x)" in line
+    assert "(the hand-written loop 3.00x it, logwheel 4.50x)" in line
+    assert "not measured" in module.framework_share(rows[:2])
+
+
 def test_latency(kafka: str, tmp_path: Path) -> None:
     module, report = quick_run("latency", kafka, tmp_path)
     rows = [r for r in report["rows"] if r["system"] == "logwheel"]  # peers: their own hops
