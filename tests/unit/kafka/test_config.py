@@ -10,11 +10,20 @@ from framework.kafka.config import (
     consumer_config,
     expand_env,
     java_settings,
+    producer_config,
     reader_group,
 )
 from framework.kafka.errors import Unreachable
 from framework.kafka.reading import watermark_offsets
 from framework.streaming.launch import kafka_settings, spark_settings
+
+
+def test_a_transactional_producer_retries_a_refused_request_within_a_few_milliseconds():
+    """A light input's commits follow each other closely enough to meet the last one's markers
+    unwritten (CONCURRENT_TRANSACTIONS): the retry's first backoff adds to that commit's
+    latency, and exactly-once's latency bar (issue 25) needs it small."""
+    assert producer_config("b:9092", transactional_id="t")["retry.backoff.ms"] <= 2
+    assert "retry.backoff.ms" not in producer_config("b:9092")  # librdkafka's default
 
 
 def test_references_are_replaced_by_the_environment():
