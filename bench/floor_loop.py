@@ -16,6 +16,7 @@ record and this loop's is what the framework itself costs; the gap between this 
 bench/bare_loop.py is what the work costs.
 
     python bench/floor_loop.py --bootstrap H:P --input TOPIC --output TOPIC --group GROUP
+                               --changelog TOPIC
 """
 
 from __future__ import annotations
