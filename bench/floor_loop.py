@@ -5,8 +5,8 @@ until SIGTERM.
 It does, per record, what logwheel's count stage must do for its guarantees, and no more:
 decode the key and the JSON value; name the record by topic/partition/offset; count the word in
 a dict; encode the word's state document (logwheel seals it per hook call, invariant 7); derive
-the output's id (mmh3 over computation|cause|n) and write the Avro (single-object) output with
-it in a header; note each delivered offset (what logwheel's marks carry). Per commit, exactly
+the output's id (logwheel's `production_id`) and write the Avro (single-object) output with it
+in a header; note each delivered offset (what logwheel's marks carry). Per commit, exactly
 as logwheel's runner paces it (when the input is drained, else once a second): the changed
 documents to a changelog, the input positions into the transaction, commit.
 
@@ -26,18 +26,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import mmh3
 import orjson
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.bare_loop import arguments, stop_on_signals  # noqa: E402
+from bench.bare_loop import BATCH, arguments, stop_on_signals  # noqa: E402
+from framework.core.context import production_id  # noqa: E402
+from framework.kafka.collector import ID_HEADER  # noqa: E402
 from framework.kafka.config import consumer_config, producer_config  # noqa: E402
 from framework.serde.codecs import encoder_for  # noqa: E402
 from framework.streaming.runner import DEFAULT_COMMIT_INTERVAL_MS  # noqa: E402
-
-BATCH = 1000  # as logwheel's Runner.max_batch
-ID_HEADER = "logwheel.id"
 
 
 def run(bootstrap: str, source: str, target: str, changelog: str, group: str) -> int:
@@ -78,7 +76,7 @@ def run(bootstrap: str, source: str, target: str, changelog: str, group: str) ->
                 count = doc.get("count", 0) + 1
                 doc["count"] = count
                 sealed[(word, partition)] = orjson.dumps(doc)
-                rid = mmh3.hash_bytes(f"count-words|{cause}|0")[::-1].hex()
+                rid = production_id("count-words", cause, 0)
                 payload = encode({"word": word, "count": count})
                 headers = [(ID_HEADER, rid.encode())]
                 produce(target, payload, key, -1, None, None, timestamp, headers)

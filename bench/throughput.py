@@ -235,14 +235,15 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
         if extra == "metrics":
             job.args += ["--metrics-port", str(any_free_port())]
         return job
-    extra = [f"{name}-changelog"] if kind == "floor" else []
-    ws.create_topics([source, output, *extra], PARTITIONS)
+    ws.create_topics([source, output], PARTITIONS)
     ws.groups.append(name)
     job = Job(kind, bootstrap=ws.bootstrap, state_dir=ws.dir / f"state-{name}", path=ws.dir)
     script = common.BENCH / ("bare_loop.py" if kind == "bare" else "floor_loop.py")
     job.args = [sys.executable, str(script), "--bootstrap", ws.bootstrap]
     job.args += ["--input", source, "--output", output, "--group", name]
-    job.args += ["--changelog", *extra] if extra else []
+    if kind == "floor":
+        ws.create_topics([f"{name}-changelog"], PARTITIONS)
+        job.args += ["--changelog", f"{name}-changelog"]
     return job
 
 
