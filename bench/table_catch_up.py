@@ -63,7 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 with ChangelogTable(topic, bootstrap=args.bootstrap, path=path) as table:
                     n = len(table.catch_up(progress=False))
                     seconds, cpu = time.monotonic() - t0, time.process_time() - cpu0
-                    checks.append({"contender": kind, **verify.compare(written, contents(table))})
+                    checks.append(
+                        {"contender": kind, **verify.compare(written.items(), contents(table))}
+                    )
                 rows.append(
                     (kind, args.records, round(seconds, 2), round(n / seconds),
                      round(cpu / n * 1e6, 1))
@@ -76,7 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 table.catch_up(progress=False)
                 seconds, tail = round(time.monotonic() - t0, 2), table.read
                 checks.append(
-                    {"contender": "rocksdb reopened", **verify.compare(written, contents(table))}
+                    {
+                        "contender": "rocksdb reopened",
+                        **verify.compare(written.items(), contents(table)),
+                    }
                 )
             rows.append(("rocksdb reopened", tail, seconds, "", ""))
     failed = verify.failures(checks)

@@ -149,9 +149,12 @@ def check_windows(
     expected: set[Window], written: collections.Counter, lows: dict[str, int]
 ) -> dict:
     """The windows written against `expected`: each one whose end a stage's final low
-    watermark (`lows`) has passed must be there; one written later must be right too."""
+    watermark (`lows`) has passed must be there; one written later must be right too.
+    `windows_required`: how many windows each stage had to have written."""
     required = {w for w in expected if w[2] + WINDOW_MS <= lows.get(w[0], -1)}
-    return verify.compare(required | (written.keys() & expected), written)
+    check = verify.compare(required | (written.keys() & expected), written)
+    check["windows_required"] = {s: sum(w[0] == s for w in required) for s in STAGES}
+    return check
 
 
 class Feeder(common.Worker):

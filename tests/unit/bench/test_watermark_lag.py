@@ -25,7 +25,8 @@ def test_a_window_the_watermark_passed_must_be_written_once_with_its_count() -> 
     expected = watermark_lag.reference([0, W, 2 * W], "different")
     closed = {w for w in expected if w[2] + W <= 2 * W}  # the first two windows of each stage
     lows = dict.fromkeys(watermark_lag.STAGES, 2 * W)
-    assert verify.passed(watermark_lag.check_windows(expected, collections.Counter(closed), lows))
+    check = watermark_lag.check_windows(expected, collections.Counter(closed), lows)
+    assert verify.passed(check) and check["windows_required"] == dict.fromkeys(lows, 2)
     later = collections.Counter(expected)  # the third window too: closed before the stop
     assert verify.passed(watermark_lag.check_windows(expected, later, lows))
     wrong = collections.Counter(closed)
