@@ -16,7 +16,11 @@ each with a consumer group, changelog and output topic of its own:
   history; `seconds` from launch until every output is readable (read_committed), so process
   startup is included here too.
 
-Every run's outputs are counted (one per input record). records/s = records / seconds; CPU
+Every run is checked before any figure is shown (bench/verify.py): once the backfill has
+exited or the streaming job has stopped, the output topic is read to its end (read_committed)
+and compared with bench/throughput.py's reference, one output per input record carrying the
+word's count so far; a `missing`, `unexpected`, `duplicated` or `late` output fails the
+benchmark (exit 1). records/s = records / seconds; CPU
 is user + system time of the process and all its descendants (the JVM and Python workers for
 Spark; a standalone cluster's executors are the workers' children, so their CPU is sampled
 from the workers, less what the idle workers had used before), sampled until it ends;
@@ -30,6 +34,7 @@ One run per size, same broker.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import re
@@ -41,8 +46,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import common  # noqa: E402
-from bench.throughput import PARTITIONS, Gate, Outputs, zipf_words  # noqa: E402
+from bench import common, verify  # noqa: E402
+from bench.throughput import PARTITIONS, Gate, Outputs, reference, word_count, zipf_words  # noqa: E402
 from framework.backfill.standalone import client_conf, standalone  # noqa: E402
 from tests.support import REPO  # noqa: E402
 
@@ -93,7 +98,7 @@ class Cluster:
         return ["--master", self.url, "--config", str(config)]
 
 
-def run_backfill(ws: common.Workspace, name: str, words: str, records: int,
+def run_backfill(ws: common.Workspace, name: str, words: str, expected: collections.Counter,
                  cluster: Cluster) -> dict:  # fmt: skip
     pipeline = ws.pipeline(
         "bench.throughput:count_words", name, words, f"{name}-out", "exactly_once"
@@ -103,7 +108,6 @@ def run_backfill(ws: common.Workspace, name: str, words: str, records: int,
     args = [sys.executable, "-m", "framework.cli", "backfill", f"{name.replace('-', '_')}:pipeline"]
     args += ["--computation", "count-words", "--bootstrap", ws.bootstrap]
     args += cluster.args(ws, Path(ws.dir) / f"{name}.toml")
-    outputs = Outputs(ws.bootstrap, f"{name}-out")
     t0 = time.monotonic()
     proc = subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     sampler = CpuSampler(proc.pid, *cluster.workers)
@@ -114,33 +118,43 @@ def run_backfill(ws: common.Workspace, name: str, words: str, records: int,
     summary = out.decode().strip().splitlines()[-1]
     in_run = float(re.search(r" ([\d.]+) s, ", summary).group(1))
     found = re.search(r"timeline \(s\): (.*)", err.decode())
-    outputs.wait(records, 120, lambda: None)
-    seen = outputs.seen
-    outputs.close()
-    return {"contender": f"backfill {cluster.name}", "records": records, "seconds": seconds,
-            "in_run_s": in_run, "cpu_s": cpu, "outputs": seen,
-            "timeline": found.group(1).strip() if found else None}  # fmt: skip
+    return {"contender": f"backfill {cluster.name}", "seconds": seconds, "in_run_s": in_run,
+            "cpu_s": cpu, "timeline": found.group(1).strip() if found else None,
+            **checked(ws, name, expected, 0)}  # fmt: skip
 
 
-def run_streaming(ws: common.Workspace, name: str, words: str, records: int, _: object) -> dict:
+def run_streaming(ws: common.Workspace, name: str, words: str, expected: collections.Counter,
+                  _: object) -> dict:  # fmt: skip
     pipeline = ws.pipeline(
         "bench.throughput:count_words", name, words, f"{name}-out", "exactly_once"
     )
     job = ws.job(pipeline, "count-words")
     outputs = Outputs(ws.bootstrap, f"{name}-out")
+    records = sum(expected.values())
     t0 = time.monotonic()
     job.start()
     try:
         sampler = CpuSampler(job.proc.pid)
-        outputs.wait(records, TIMEOUT_S, lambda: common.check(job))
+        outputs.wait(records, TIMEOUT_S, lambda: common.check(job), fail=False)
         seconds = time.monotonic() - t0
         cpu = sampler.stop()
     finally:
         job.stop()
-        seen = outputs.seen
         outputs.close()
-    return {"contender": "streaming", "records": records, "seconds": seconds, "in_run_s": None,
-            "cpu_s": cpu, "outputs": seen}  # fmt: skip
+    short = max(0, records - outputs.seen)
+    return {"contender": "streaming", "seconds": seconds, "in_run_s": None, "cpu_s": cpu,
+            **checked(ws, name, expected, short)}  # fmt: skip
+
+
+def checked(ws: common.Workspace, name: str, expected: collections.Counter, short: int) -> dict:
+    """The records, the outputs written and their check against `expected`, read to the end
+    of the output topic (its writer has stopped)."""
+    written = verify.read(ws.bootstrap, [f"{name}-out"], word_count)
+    return {
+        "records": sum(expected.values()),
+        "outputs": sum(written.values()),
+        **verify.compare(expected, written, short_at_end=short),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,9 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for size in sizes:
             words = f"{ws.run}-{size}-words"
             ws.create_topics([words], PARTITIONS)
-            gate = Gate(ws.bootstrap, words, zipf_words(size))  # warm-up records first
+            history = zipf_words(size)
+            gate = Gate(ws.bootstrap, words, history)  # warm-up records first
             gate.open()
-            expected = size + PARTITIONS
+            expected = reference(history)
             contenders = [(c.name, run_backfill, c) for c in clusters]
             for tag, run, where in [*contenders, ("streaming", run_streaming, None)]:
                 name = f"{ws.run}-{size}-{re.sub(r'[^a-z0-9]', '', tag)}"
@@ -170,9 +185,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rate, cpu = row["records_per_s"], row["cpu_s"]
                 what = row["contender"]
                 line = f"{size:>9,} {what:22} {row['seconds']:7.1f}s {rate:9,.0f} rec/s"
+                if not verify.passed(row):
+                    line = f"{size:>9,} {what:22} {verify.describe(row)}"
                 print(f"  {line}, CPU {cpu:.1f}s", flush=True)
                 if row.get("timeline"):
                     print(f"            timeline (s): {row['timeline']}", flush=True)
+    failed = verify.failures(rows, lambda r: f"{r['contender']} ({r['records']:,} records)")
+    if not failed:
+        print_tables(rows)
+    common.write_results("backfill", args, rows=rows, fixed=fixed_costs(rows), failed=failed)
+    return verify.report(failed)
+
+
+def print_tables(rows: list[dict]) -> None:
     columns = [("contender", -22), ("records", 9), ("seconds", 8), ("in-run s", 9),
                ("records/s", 10), ("CPU us/rec", 11)]  # fmt: skip
     print(common.table(columns, [
@@ -181,25 +206,23 @@ def main(argv: Sequence[str] | None = None) -> int:
          round(r["records_per_s"]), round(r["cpu_us_per_record"], 1))
         for r in rows
     ]))  # fmt: skip
-    fixed = fixed_costs(rows)
-    if fixed:
+    marginal = fixed_costs(rows, marginal=True)
+    if marginal:
         print(common.table([("contender", -22), ("fixed s", 8), ("marginal wall us/rec", 21)], [
-            (c, round(f, 1), round(m * 1e6, 1)) for c, (f, m) in fixed.items()
+            (c, round(f, 1), round(m * 1e6, 1)) for c, (f, m) in marginal.items()
         ]))  # fmt: skip
-    common.write_results("backfill", args, rows=rows, fixed={c: f for c, (f, _) in fixed.items()})
-    return 0 if all(r["outputs"] >= r["records"] for r in rows) else 1
 
 
-def fixed_costs(rows: list[dict]) -> dict[str, tuple[float, float]]:
-    """Per contender, (fixed seconds, marginal seconds per record) of the line through its
-    smallest and largest size's times."""
+def fixed_costs(rows: list[dict], marginal: bool = False) -> dict:
+    """Per contender, the fixed seconds of the line through its smallest and largest size's
+    times (with `marginal`: (fixed seconds, marginal seconds per record))."""
     found = {}
     for contender in dict.fromkeys(r["contender"] for r in rows):
         mine = sorted((r["records"], r["seconds"]) for r in rows if r["contender"] == contender)
         (n0, t0), (n1, t1) = mine[0], mine[-1]
         if n1 > n0:
-            marginal = (t1 - t0) / (n1 - n0)
-            found[contender] = (t0 - marginal * n0, marginal)
+            slope = (t1 - t0) / (n1 - n0)
+            found[contender] = (t0 - slope * n0, slope) if marginal else t0 - slope * n0
     return found
 
 

@@ -88,7 +88,8 @@ class Arguments(argparse.ArgumentParser):
 
 def write_results(benchmark: str, args: argparse.Namespace, **fields: object) -> Path:
     """Write `fields` with what every result carries (date, argv, broker, machine, elapsed)
-    to `--out`, else bench/results/<benchmark>[.quick].json; returns the path."""
+    to `--out`, else bench/results/<benchmark>[.quick].json; returns the path. `fields`
+    carry `failed`: the check's failure lines (bench/verify.py), empty when it passed."""
     out = args.out or RESULTS / f"{benchmark}{'.quick' if args.quick else ''}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     elapsed = round(time.monotonic() - args.started, 1)

@@ -10,6 +10,12 @@ session ends (10 s, `session.timeout.ms`), restores their stores (only the tail 
 standby), and counts the new words. `restore s` is the longest of its tasks' restores, and
 records/s the records restored over it (the tasks restore together, through one consumer).
 
+Before the figures are shown every run is checked (bench/verify.py): once both instances have
+stopped, the output topic is read to its end (read_committed) and must hold, exactly once
+each, one count of 1 for every word and every probe written: the SIGKILLed owner's open
+transaction aborted, its partitions' input counted once by the new owner. A word `missing`,
+`unexpected` or `duplicated` fails the benchmark (exit 1).
+
     python bench/failover.py [--keys N] [--quick] [--bootstrap H:P]
 """
 
@@ -24,16 +30,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
-from bench import common  # noqa: E402
+from bench import common, throughput, verify  # noqa: E402
+from framework.kafka.config import producer_config  # noqa: E402
 from framework.kafka.reading import watermark_offsets  # noqa: E402
 from tests.support import Job, wait_for  # noqa: E402
 
 QUICK_ARGS = ["--quick"]
 RESTORED = re.compile(r"restored (\d+) journal records in ([\d.]+)s")
+COUNT_TIMEOUT_S = 900.0  # a liveness bound: a million words are counted in about a minute
+PROBES = 40  # new words after the kill: some land on the killed owner's partitions
 
 
 def produce(bootstrap: str, topic: str, words: Sequence[str]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
+    """Each word once (an idempotent producer, the murmur2 partitioner: as logwheel's)."""
+    producer = Producer(producer_config(bootstrap))
     for w in words:
         while True:
             try:
@@ -42,14 +52,6 @@ def produce(bootstrap: str, topic: str, words: Sequence[str]) -> None:
             except BufferError:
                 producer.poll(0.1)
     producer.flush(120)
-
-
-def _written(bootstrap: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "failover"})
-    try:
-        return sum(watermark_offsets(consumer, TopicPartition(topic, p))[1] for p in range(4))
-    finally:
-        consumer.close()
 
 
 def _tail(bootstrap: str, topic: str) -> Consumer:
@@ -76,22 +78,25 @@ def owned(log: str) -> set[int]:
     return parts
 
 
-def run(args, standby: int) -> tuple:
+def run(args, standby: int) -> dict:
     with common.Workspace(args.bootstrap, "failover", args.keep) as ws:
         words, counts = f"{ws.run}-words", f"{ws.run}-counts"
         pipeline = ws.pipeline(
             "bench.throughput:count_words", ws.run, words, counts, "exactly_once"
         )
-        produce(args.bootstrap, words, [f"k{i}" for i in range(args.keys)])
+        keys = [f"k{i}" for i in range(args.keys)]
+        probes = [f"p{i}" for i in range(PROBES)]
+        produce(args.bootstrap, words, keys)
         ref = f"{pipeline.name.replace('-', '_')}:pipeline"
         a, b = (
             Job(ref, bootstrap=args.bootstrap, state_dir=ws.dir / name, path=ws.dir)
             for name in ("a", "b")
         )
         b.args += ["--standby", str(standby)]
+        outputs = throughput.Outputs(args.bootstrap, counts)
         a.start()
         try:
-            wait_for(lambda: _written(args.bootstrap, counts) >= args.keys, 900, what="counted")
+            outputs.wait(args.keys, COUNT_TIMEOUT_S, lambda: common.check(a))
             b.start()
             wait_for(lambda: len(owned(b.output())) == 2 and len(owned(a.output())) == 2, 120)
             time.sleep(3)  # the standbys read the last commits
@@ -99,9 +104,8 @@ def run(args, standby: int) -> tuple:
             restored_before = len(RESTORED.findall(b.output()))
             a.kill()
             t0 = time.monotonic()
-            probes = {f"p{i}" for i in range(40)}  # some land on the killed owner's partitions
             new = _tail(args.bootstrap, counts)
-            produce(args.bootstrap, words, sorted(probes))
+            produce(args.bootstrap, words, probes)
 
             def taken_over() -> bool:
                 return any(
@@ -112,25 +116,39 @@ def run(args, standby: int) -> tuple:
             wait_for(taken_over, 120, interval=0, what="the new owner's first output")
             new.close()
             seconds = time.monotonic() - t0
+            outputs.wait(args.keys + PROBES, 120, lambda: common.check(b), fail=False)
             done = RESTORED.findall(b.output())[restored_before:]
             restored = sum(int(n) for n, _ in done)
             restore_s = max((float(s) for _, s in done), default=0.0)
         finally:
             a.stop()
             b.stop()
-    rate = round(restored / restore_s) if restore_s else None
-    return f"standby {standby}", args.keys, round(seconds, 1), restored, round(restore_s, 1), rate
+            outputs.close()
+        written = verify.read(args.bootstrap, [counts], throughput.word_count)
+    check = verify.compare({(w, w, 1) for w in keys + probes}, written)
+    return {
+        "contender": f"standby {standby}",
+        "keys": args.keys,
+        "failover_s": round(seconds, 1),  # SIGKILL until the new owner's first output
+        "restored": restored,  # journal records the new owner restored
+        "restore_s": round(restore_s, 1),
+        "records_per_s": round(restored / restore_s) if restore_s else None,
+        **check,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = common.Arguments(__doc__.splitlines()[0], {"keys": 1_000_000}, {"keys": 20_000})
     args = parser.parse(argv)
     rows = [run(args, 3), run(args, 0)]
-    columns = [("run", 10), ("keys", 9), ("failover s", 11), ("restored", 9)]
-    columns += [("restore s", 10), ("records/s", 10)]
-    print(common.table(columns, rows))
-    common.write_results("failover", args, rows=rows)
-    return 0
+    failed = verify.failures(rows)
+    if not failed:
+        columns = [("run", 10), ("keys", 9), ("failover s", 11), ("restored", 9)]
+        columns += [("restore s", 10), ("records/s", 10)]
+        fields = ("contender", "keys", "failover_s", "restored", "restore_s", "records_per_s")
+        print(common.table(columns, [[r[k] for k in fields] for r in rows]))
+    common.write_results("failover", args, rows=rows, failed=failed)
+    return verify.report(failed)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,11 @@ too), the CPU of each of its processes (% of one core, from /proc), and what sti
 process: context switches a second per thread kind (the Python loop; librdkafka's broker
 threads, one per client and broker; its main and background threads; RocksDB's).
 
+Before the figures are shown the run is checked (bench/verify.py): once the job has stopped,
+its counts topic is read to its end (read_committed) and must hold, per word of the lines,
+the counts 1, 2, ..., n exactly once each; a `missing`, `unexpected` or `duplicated` count
+fails the benchmark (exit 1). An idle job that wrote anything wrong is no idle figure.
+
     python bench/idle.py [--seconds S] [--quick] [--bootstrap H:P]
 """
 
@@ -22,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
-from bench import common  # noqa: E402
+from bench import common, throughput, verify  # noqa: E402
 from framework.kafka.reading import end_offsets as topic_ends  # noqa: E402
 from framework.kafka.reading import watermark_offsets  # noqa: E402
 from framework.kafka.topics import pipeline_topics  # noqa: E402
@@ -113,6 +118,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             after, now = end_offsets(args.bootstrap), topic_ends(admin, own, committed=False)
         finally:
             job.stop()
+        written = verify.read(args.bootstrap, [wc.counts_topic], word_count)
+    expected = [(w, c) for w, n in wc.words.items() for c in range(1, n + 1)]
+    check = verify.compare(expected, written)
+    failed = verify.failures([check], lambda _: "the wordcount job")
+    if failed:
+        common.write_results("idle", args, **check, failed=failed)
+        return verify.report(failed)
     rates = {name: (after[name] - before.get(name, 0)) / seconds for name in after}
     rates["its own topics"] = sum(now[tp] - written[tp] for tp in own) / seconds
     processes = costs(cpu0, cpu1, seconds)
@@ -133,8 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         cpu_pct_max=worst,
         load=load,
         settle_s=SETTLE_S,
+        **check,
+        failed=failed,
     )
-    return 0
+    return verify.report(failed)
+
+
+def word_count(msg) -> tuple[str | None, int | None]:
+    """A count the job wrote, as (word, count)."""
+    return throughput.word_count(msg)[1:]
 
 
 if __name__ == "__main__":

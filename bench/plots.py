@@ -1,5 +1,6 @@
 """Histogram PNGs in the manner of MillWheel's Figures 13 (record delay) and 15 (low watermark
-lag), drawn from bench/results/latency.json and watermark_lag.json.
+lag), drawn from latency.json and watermark_lag.json of one run's directory
+(bench/results/<run id>/, bench/run_all.py), unless the run's check failed (bench/verify.py).
 
 matplotlib is no dependency of logwheel: bench/run_all.py runs this script under an
 interpreter of its own (bench/peers.py, the "plots" virtualenv, matplotlib pinned), so it
@@ -68,8 +69,9 @@ def main(argv: list[str]) -> int:
     suffix = ".quick" if quick else ""
     for name, draw in (("latency", latency), ("watermark_lag", watermark_lag)):
         path = results / f"{name}{suffix}.json"
-        if path.exists():
-            png = draw(json.loads(path.read_text()), results / f"{name}{suffix}.png")
+        report = json.loads(path.read_text()) if path.exists() else {}
+        if report and not report.get("failed"):  # no figure of a wrong run
+            png = draw(report, results / f"{name}{suffix}.png")
             print(f"wrote {png}")
     return 0
 

@@ -8,8 +8,12 @@ keys (spread over every partition) and timing from the start until every probe's
 readable: first with its local state kept (`warm s`: startup, group join, first outputs),
 then with its state directory deleted (`cold s`: the same plus restoring every partition
 from its changelog before processing). `restore s` = cold - warm; keys/s = keys / restore s;
-`CPU us/key` is the process's CPU of the cold restart less the warm one's, per key. Each
-probe's last output must say count 3: the state came back.
+`CPU us/key` is the process's CPU of the cold restart less the warm one's, per key.
+Before any figure is shown the run is checked (bench/verify.py): once the contender has
+stopped for the last time, its output topic is read to its end (read_committed) and compared
+with bench/throughput.py's reference for its whole input (every key once, every probe three
+times: its outputs count 1, 2, 3, so the state came back from the changelog); a `missing`,
+`unexpected`, `duplicated` or `late` output fails the benchmark (exit 1).
 Both run at_least_once (restoring does not depend on the guarantee; it keeps the run short).
 
     python bench/restore.py [--keys N] [--quick] [--peers] [--bootstrap H:P] [--out F]
@@ -26,9 +30,8 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import common, peers, scaling, throughput  # noqa: E402
+from bench import common, peers, scaling, throughput, verify  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
-from framework.serde.codecs import default_schemas  # noqa: E402
 
 FULL = {"keys": 1_000_000}
 QUICK = {"keys": 5_000}
@@ -54,7 +57,7 @@ def restart(
     for key in probes:
         producer.produce(source, f'{{"word": "{key}"}}'.encode(), key.encode())
     producer.flush(30)
-    outputs.wait(expected, throughput.RUN_TIMEOUT_S, lambda: common.check(job))
+    outputs.wait(expected, throughput.RUN_TIMEOUT_S, lambda: common.check(job), fail=False)
     seconds = time.monotonic() - launched
     cpu1, rss = common.cpu_seconds(job.proc.pid), common.peak_rss_mb(job.proc.pid)
     job.stop()
@@ -72,8 +75,6 @@ def measure(ws: common.Workspace, keys: list[str], contender: str) -> dict:
     gate = throughput.Gate(ws.bootstrap, source, keys)
     outputs = throughput.Outputs(ws.bootstrap, output)
     probes = keys[:PROBES]
-    outputs.watch = {key.encode() for key in probes}
-    decode = default_schemas().decode_any
     try:
         job.start()
         outputs.wait(throughput.PARTITIONS, common.STARTUP_TIMEOUT_S, lambda: common.check(job))
@@ -84,12 +85,14 @@ def measure(ws: common.Workspace, keys: list[str], contender: str) -> dict:
         warm, warm_cpu, _ = restart(ws, job, outputs, source, probes)
         shutil.rmtree(state_dir(job))
         cold, cold_cpu, rss = restart(ws, job, outputs, source, probes)
-        counts = outputs.last_values(decode)
     finally:
         job.stop()
         outputs.close()
         gate.close()
-    restored = sum(1 for key in probes if (counts.get(key.encode()) or {}).get("count") == 3)
+    written = verify.read(ws.bootstrap, [output], throughput.word_count)
+    expected = throughput.reference(keys + probes + probes)
+    short = max(0, sum(expected.values()) - outputs.seen)
+    restored = sum(1 for key in probes if written[(key, key, 3)])
     restore = cold - warm if cold > warm else None  # None: within the noise of a restart
     return {
         "contender": contender,
@@ -105,7 +108,8 @@ def measure(ws: common.Workspace, keys: list[str], contender: str) -> dict:
         ),
         "peak_rss_mb": rss,
         "probes": len(probes),
-        "probes_restored": restored,
+        "probes_restored": restored,  # probes whose third output counts 3
+        **verify.compare(expected, written, short_at_end=short),
     }
 
 
@@ -119,8 +123,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     with common.Workspace(args.bootstrap, "rs", args.keep) as ws:
         for contender in CONTENDERS + (PEERS if args.peers else []):
             rows.append(r := measure(ws, keys, contender))
-            print(f"  {contender:24} cold restart {r['cold_restart_s']:.2f}s", flush=True)
+            shown = f"cold restart {r['cold_restart_s']:.2f}s; " if verify.passed(r) else ""
+            print(f"  {contender:24} {shown}{verify.describe(r)}", flush=True)
+    failed = verify.failures(rows)
+    if not failed:
+        print_table(rows)
+    common.write_results("restore", args, keys=args.keys, probes=PROBES, rows=rows, failed=failed)
+    return verify.report(failed)
 
+
+def print_table(rows: Sequence[dict]) -> None:
     f = common.fmt
     columns = [("contender", -24), ("keys", 9), ("warm s", 7), ("cold s", 7)]
     columns += [("restore s", 9), ("keys/s", 9), ("CPU us/key", 10), ("RSS MB", 7)]
@@ -139,8 +151,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
         )
     )
-    common.write_results("restore", args, keys=args.keys, probes=PROBES, rows=rows)
-    return 0 if all(r["probes_restored"] == r["probes"] for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -3,14 +3,17 @@
 A benchmark is a module `bench/<name>.py` that defines `main(argv) -> int` and a top-level
 `QUICK_ARGS` list: the arguments of its reduced run. Tools without `QUICK_ARGS` (bare_loop.py,
 profile_runner.py) and common.py are skipped. To add one, drop such a module here (and a test
-of its reduced run in tests/integration/test_bench.py).
+of its reduced run in tests/integration/bench/test_<name>.py).
 
     python bench/run_all.py [--quick] [--only NAME]... [--bootstrap H:P]
 
 The bootstrap address is resolved once (--bootstrap, else LOGWHEEL_BOOTSTRAP, else the
-embedded broker, started if needed) and passed to every benchmark as `--bootstrap`. Each writes
-its figures to bench/results/<name>[.quick].json; at the end bench/summary.py gathers them in
-bench/results/latest[.quick].json and prints Markdown tables. The exit code is non-zero if any
+embedded broker, started if needed) and passed to every benchmark as `--bootstrap`. Each
+invocation has a directory of its own, bench/results/<run id>/ (the start time in UTC, and
+`-quick`): each benchmark writes its figures to <name>.json there; at the end bench/summary.py
+gathers that directory's files alone in its summary.json and prints Markdown tables, and the
+plots are drawn there. A benchmark whose outputs differ from their reference (bench/verify.py)
+exits 1 and shows no figure; the summary names it FAILED. The exit code is non-zero if any
 benchmark failed.
 """
 
@@ -55,11 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no benchmark {unknown}; there are {names}")
     names = [n for n in names if not args.only or n in args.only]
     bootstrap = bootstrap_from(args.bootstrap)
+    run = summary.new_run(args.quick)
+    print(f"results of this run: {summary.common.shown(run)}", flush=True)
     failed, began = [], time.monotonic()
     for name in names:
         module = importlib.import_module(name)
         bench_argv = [*(module.QUICK_ARGS if args.quick else []), "--bootstrap", bootstrap]
-        bench_argv += ["--out", str(summary.results_file(name, args.quick))]
+        bench_argv += ["--out", str(run / f"{name}.json")]
         print(f"== {name} {' '.join(bench_argv)}", flush=True)
         started = time.monotonic()
         try:
@@ -71,10 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             failed.append(name)
         print(f"== {name}: {'FAILED' if code else 'done'} in {time.monotonic() - started:.1f}s\n")
     elapsed = time.monotonic() - began
-    print(summary.summarize(names, args.quick, round(elapsed, 1)))
-    plots = [str(peers.python("plots")), str(BENCH / "plots.py"), str(summary.common.RESULTS)]
+    print(summary.summarize(run, names, round(elapsed, 1)))
+    plots = [str(peers.python("plots")), str(BENCH / "plots.py"), str(run)]
     try:
-        subprocess.run(plots + (["--quick"] if args.quick else []), check=True)
+        subprocess.run(plots, check=True)
     except (OSError, subprocess.CalledProcessError) as error:  # figures are extra: say so
         print(f"plots: not drawn ({error})", file=sys.stderr)
     print(

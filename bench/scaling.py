@@ -12,6 +12,12 @@ bench/throughput.py's method and contenders, the count-words stage:
   document per key) is a hundred times the write-back cache (10,000 documents) and every
   record reads RocksDB; logwheel in both guarantees, beside Quix Streams with --peers.
 
+Every run's outputs are checked as bench/throughput.py checks them (bench/verify.py); a
+contender with a missing, unexpected, duplicated or late output fails the benchmark (exit 1)
+and no figure is printed. The flatness line compares one contender's CPU per record over
+inputs of different sizes in the same run (that is what it judges); `vs quix` compares
+contenders on the same input in the same run.
+
     python bench/scaling.py [--records N] [--quick] [--repeat R] [--size-repeat R] [--peers]
                             [--bootstrap H:P]
 """
@@ -25,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import common, peers, throughput  # noqa: E402
+from bench import common, peers, throughput, verify  # noqa: E402
 
 FULL = {"records": 1_000_000, "repeat": 1, "size_repeat": 3}
 QUICK = {"records": 10_000, "repeat": 1, "size_repeat": 1}
@@ -62,13 +68,13 @@ def sizes(args: object, contenders: Sequence[str]) -> list[dict]:
 def table(rows: Sequence[dict], extra: str) -> str:
     f = common.fmt
     columns = [("contender", -24), ("records", 9), ("distinct", 9), ("records/s", 10)]
-    columns += [("CPU us/rec", 10), ("RSS MB", 7), (extra, 10), ("lost", 5), ("dup", 5)]
+    columns += [("CPU us/rec", 10), ("RSS MB", 7), (extra, 10)]
     return common.table(
         columns,
         (
             [r["contender"], r["records"], r.get("distinct"), f(r["records_per_s"], ",.0f")]
             + [f(r["cpu_us_per_record"], ".1f"), f(r.get("peak_rss_mb"), ".0f")]
-            + [f(r.get(extra.replace(" ", "_")), ".2f"), r["lost"], r["duplicated"]]
+            + [f(r.get(extra.replace(" ", "_")), ".2f")]
             for r in rows
         ),
     )
@@ -89,19 +95,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in wide:
         q = quix.get(r["contender"].split()[1])
         r["vs_quix"] = r["cpu_us_per_record"] / q if q and r["cpu_us_per_record"] else None
-    print()
-    print(table(by_size, "vs smallest"))
-    for contender in logwheel:
-        mine = [r for r in by_size if r["contender"] == contender]
-        growth = mine[-1].get("vs_smallest")
-        if growth is not None:
-            verdict = "flat" if abs(growth - 1) <= FLAT else "NOT flat"
-            print(
-                f"{contender}: {verdict} ({growth:.2f}x from {mine[0]['records']:,} to "
-                f"{mine[-1]['records']:,} records; flat is within {FLAT:.0%})"
-            )
-    print()
-    print(table(wide, "vs quix"))
+    what = lambda r: f"{r['contender']} ({r['records']:,} records)"  # noqa: E731
+    failed = verify.failures(by_size + wide, what)
+    if not failed:
+        print()
+        print(table(by_size, "vs smallest"))
+        for contender in logwheel:
+            mine = [r for r in by_size if r["contender"] == contender]
+            growth = mine[-1].get("vs_smallest")
+            if growth is not None:
+                verdict = "flat" if abs(growth - 1) <= FLAT else "NOT flat"
+                print(
+                    f"{contender}: {verdict} ({growth:.2f}x from {mine[0]['records']:,} to "
+                    f"{mine[-1]['records']:,} records; flat is within {FLAT:.0%})"
+                )
+        print()
+        print(table(wide, "vs quix"))
     common.write_results(
         "scaling",
         args,
@@ -109,8 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         fractions=FRACTIONS,
         sizes=by_size,
         cardinality=wide,
+        failed=failed,
     )
-    return 0
+    return verify.report(failed)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""The closing summary of `make bench`: every benchmark's results file in one
-`bench/results/latest.json`, and Markdown tables of the figures issue 12 reads (throughput
-beside the peers, flatness in input size, high cardinality, restore, latency, watermark lag),
-and the windowed count beside the peers.
+"""The closing summary of `make bench`: the results files of one run — the directory
+bench/run_all.py made for it, bench/results/<run id>/, and nothing older — in its
+summary.json, and Markdown tables of the figures issue 12 reads (throughput beside the peers,
+flatness in input size, high cardinality, restore, latency, watermark lag), and the windowed
+count beside the peers. A benchmark whose check failed (bench/verify.py) shows its failure
+lines instead of figures; one without a results file failed before writing it.
 
-    python bench/summary.py [--quick]     # from the results files of the last run
+    python bench/summary.py [RUN_DIR | --quick]   # default: the latest (quick) run
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import common  # noqa: E402
+from bench import common, verify  # noqa: E402
 
 
 def markdown(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -33,17 +35,22 @@ def n(value: float | None, spec: str) -> str | None:
 def throughput(report: dict) -> str:
     rows = report["rows"]
     head = ["contender", "records", "records/s", "CPU µs/record", "peak RSS MB"]
-    head += ["records/s vs lw eos", "CPU vs lw eos", "lost / dup"]
+    head += ["records/s vs lw eos", "CPU vs lw eos", "missing / unexp. / dup / late"]
     return f"CountWords, median of {report['repeat']} interleaved rounds:\n\n" + markdown(
         head,
         (
             [r["contender"], f"{r['records']:,}", n(r["records_per_s"], ",.0f")]
             + [n(r["cpu_us_per_record"], ".1f"), n(r.get("peak_rss_mb"), ".0f")]
             + [n(r.get("vs_logwheel_eos"), ".2f"), n(r.get("cpu_vs_logwheel_eos"), ".2f")]
-            + [f"{r['lost']} / {r['duplicated']}"]
+            + [checked(r)]
             for r in rows
         ),
     )
+
+
+def checked(row: dict) -> str:
+    """A row's check (bench/verify.py) as "missing / unexpected / duplicated / late"."""
+    return " / ".join(str(row.get(k, "-")) for k in verify.COUNTS)
 
 
 def scaling(report: dict) -> str:
@@ -58,12 +65,12 @@ def scaling(report: dict) -> str:
         ),
     )
     wide = markdown(
-        [*head, "CPU vs Quix (same guarantee)", "lost / dup"],
+        [*head, "CPU vs Quix (same guarantee)", "missing / unexp. / dup / late"],
         (
             [r["contender"], f"{r['records']:,}", f"{r['distinct']:,}"]
             + [n(r["records_per_s"], ",.0f"), n(r["cpu_us_per_record"], ".1f")]
             + [n(r.get("peak_rss_mb"), ".0f"), n(r.get("vs_quix"), ".2f")]
-            + [f"{r['lost']} / {r['duplicated']}"]
+            + [checked(r)]
             for r in report["cardinality"]
         ),
     )
@@ -144,7 +151,7 @@ def watermark_lag(report: dict) -> str:
 
 def windowed(report: dict) -> str:
     head = ["contender", "records", "records/s", "CPU µs/record", "peak RSS MB"]
-    head += ["CPU vs Quix (same guarantee)", "records/s vs Quix", "missing / unexpected / dup"]
+    head += ["CPU vs Quix (same guarantee)", "records/s vs Quix", "missing / unexp. / dup / late"]
     return (
         f"Tumbling 60 s count per key, {report['windows']:,} windows, median of "
         f"{report['repeat']} interleaved round(s):\n\n"
@@ -154,7 +161,7 @@ def windowed(report: dict) -> str:
             [r["contender"], f"{r['records']:,}", n(r["records_per_s"], ",.0f")]
             + [n(r["cpu_us_per_record"], ".1f"), n(r.get("peak_rss_mb"), ".0f")]
             + [n(r.get("cpu_vs_quix"), ".2f"), n(r.get("vs_quix"), ".2f")]
-            + [f"{r['missing']} / {r['unexpected']} / {r['duplicated']}"]
+            + [checked(r)]
             for r in report["rows"]
         ),
     )
@@ -171,23 +178,37 @@ RENDER: dict[str, Callable[[dict], str]] = {
 }
 
 
-def results_file(name: str, quick: bool) -> Path:
-    return common.RESULTS / f"{name}{'.quick' if quick else ''}.json"
+def new_run(quick: bool) -> Path:
+    """A directory of its own for one run of bench/run_all.py: bench/results/<run id>/, the
+    run id its start time in UTC (and "-quick" for a reduced run)."""
+    run = common.RESULTS / f"{datetime.now(UTC):%Y-%m-%dT%H-%M-%SZ}{'-quick' if quick else ''}"
+    run.mkdir(parents=True)
+    return run
 
 
-def summarize(names: Sequence[str], quick: bool, elapsed_s: float | None = None) -> str:
-    """Write latest.json from the named benchmarks' results files; return the Markdown."""
+def latest_run(quick: bool) -> Path | None:
+    """The directory of the latest run (full or quick), if any."""
+    runs = sorted(
+        p for p in common.RESULTS.glob("*T*Z*") if p.is_dir() and p.name.endswith("-quick") == quick
+    )
+    return runs[-1] if runs else None
+
+
+def summarize(run: Path, names: Sequence[str], elapsed_s: float | None = None) -> str:
+    """Write `run`/summary.json from that run's results files of the named benchmarks (none
+    from elsewhere); return the Markdown."""
     reports = {}
     for name in names:
-        path = results_file(name, quick)
+        path = run / f"{name}.json"
         if path.exists():
             reports[name] = json.loads(path.read_text())
-    latest = common.RESULTS / f"latest{'.quick' if quick else ''}.json"
-    latest.write_text(
+    out = run / "summary.json"
+    out.write_text(
         json.dumps(
             {
+                "run": run.name,
                 "date": datetime.now(UTC).isoformat(timespec="seconds"),
-                "quick": quick,
+                "quick": run.name.endswith("-quick"),
                 "elapsed_s": elapsed_s,
                 "benchmarks": reports,
             },
@@ -195,23 +216,32 @@ def summarize(names: Sequence[str], quick: bool, elapsed_s: float | None = None)
         )
         + "\n"
     )
-    parts = [f"## make bench, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"]
+    parts = [f"## make bench, run {run.name}"]
     some = next(iter(reports.values()), {})
     if machine := some.get("machine"):
         parts.append(
             f"{machine['cpus']} CPUs, load {', '.join(f'{x:.1f}' for x in machine['load_avg'])}, "
             f"Python {machine['python']}, librdkafka {machine['librdkafka']}"
         )
+    wrong = {name for name, report in reports.items() if report.get("failed")}
+    for name in names:
+        if name not in reports:
+            parts.append(f"### {name}\n\nno results: it failed before writing them")
+        elif name in wrong:
+            parts.append(f"### {name}\n\n" + "\n".join(reports[name]["failed"]))
     for name, render in RENDER.items():
-        if name in reports:
+        if name in reports and name not in wrong:
             parts.append(f"### {name}\n\n{render(reports[name])}")
-    if "latency" in reports and "throughput" in reports:
+    if {"latency", "throughput"} <= reports.keys() - wrong:
         side = latency_beside_throughput(reports["latency"], reports["throughput"])
         parts.append(f"### latency beside throughput\n\n{side}")
-    parts.append(f"(all results: {common.shown(latest)})")
+    parts.append(f"(all results of this run: {common.shown(out)})")
     return "\n\n".join(parts)
 
 
 if __name__ == "__main__":
-    quick = "--quick" in sys.argv[1:]
-    print(summarize(list(RENDER), quick))
+    given = [a for a in sys.argv[1:] if a != "--quick"]
+    run = Path(given[0]) if given else latest_run("--quick" in sys.argv[1:])
+    if run is None:
+        sys.exit("summary: no run in bench/results/ yet (make bench makes one)")
+    print(summarize(run, [p.stem for p in sorted(run.glob("*.json")) if p.stem != "summary"]))

@@ -34,8 +34,12 @@ after the other on the same broker in the same run, each over its own copy of th
   processing.guarantee exactly_once_v2 or at_least_once, all else Kafka Streams' defaults
   (commit.interval.ms 100 ms exactly-once, 30 s at-least-once) but read_committed input.
 
-Every run is checked: the outputs per word (by key) against the input's count of the word;
-`lost` and `duplicated` are the worst run's sums over words (exactly-once must show 0 and 0).
+Every run is checked before any figure is shown (bench/verify.py): once the contender has
+stopped, its output topic is read to its end (read_committed) and every output, as (key, word,
+count), compared with the reference worked out from the input: per input record of a word, one
+output carrying the word's count so far, 1, 2, ..., n (the bare loop copies its input: n
+copies of the record). `missing`, `unexpected`, `duplicated` and `late` are the worst run's; a
+contender with any is reported FAILED, its figures are not printed, and the benchmark exits 1.
 
 Timing, identical for every contender, with the input gated by a transaction so that process
 startup (imports, group join, restore) is outside the measurement without being estimated:
@@ -54,6 +58,10 @@ threads, from /proc) the contender's process used between t0 and the last output
 record; `CPU ratio` is the bare loop's over the contender's. CPU time moves much less than wall
 time when other processes compete for the machine (the broker shares it anyway), so compare
 runs by it; for wall-time figures run on an otherwise idle machine with `--repeat` (median).
+Every aim line compares CPU per record of contenders that read the same input in the same run.
+Faust, about 40x slower than the rest, reads the first 1/20 of the input (to keep make bench
+within its time), and logwheel at_least_once runs again on that same shorter input beside it:
+those two rows are compared with each other only.
 
     python bench/throughput.py [--records N] [--quick] [--repeat R] [--bootstrap H:P] [--out F]
 """
@@ -62,6 +70,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import io
 import json
 import random
 import statistics
@@ -71,9 +80,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import common, peers  # noqa: E402
+from fastavro import schemaless_reader  # noqa: E402
+
+from bench import common, peers, verify  # noqa: E402
 from framework import Dedup, Pipeline  # noqa: E402
 from framework.jvm.process import any_free_port  # noqa: E402
+from framework.serde.codecs import MARKER, default_schemas  # noqa: E402
 from jobs.wordcount import CountWords  # noqa: E402
 from tests.support import Job  # noqa: E402
 
@@ -103,10 +115,14 @@ PEERS = {
 """Peers (bench/peers.py), measured with --peers or LOGWHEEL_BENCH_PEERS=1."""
 SHORTER = {"faust at_least_once": 20}
 """Contenders about 20x slower than the rest read 1/N of the input (the first records), so
-that a full run stays within make bench's time: per-record figures stay comparable."""
+that a full run stays within make bench's time; `BESIDE_SHORTER` runs again on that same
+input, beside them, so that they are compared on the same input."""
+BESIDE_SHORTER = "logwheel at_least_once"
 BARE = "bare loop"
-DRAIN_S = 1.0  # after the last expected output, how long duplicates are looked for
-RUN_TIMEOUT_S = 600.0
+RUN_TIMEOUT_S = 600.0  # a liveness bound: a million records take 10-30 s here
+WordCount = tuple[str | None, str | None, int | None]
+"""An output as the check sees it: (key, word, count); count None where the output is a copy
+of the input (the bare loop)."""
 
 
 def count_words(
@@ -159,56 +175,66 @@ class Gate(common.Gate):
 
 
 class Outputs:
-    """A read_committed reader of every partition of an output topic, counting records."""
+    """A read_committed reader of every partition of an output topic, counting records as
+    they become readable (what a run is timed by; `verify.read` checks them afterwards)."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         self.topic = topic
         self.consumer = common.follow(bootstrap, [topic], **{"fetch.wait.max.ms": 10})
         self.seen = 0
-        self.per_key: collections.Counter[bytes | None] = collections.Counter()
-        self.watch: set[bytes] = set()  # keys whose last value is kept (`last_values`)
-        self.values: dict[bytes, bytes | None] = {}
 
-    def wait(self, count: int, timeout: float, healthy: Callable[[], None]) -> float | None:
+    def wait(
+        self, count: int, timeout: float, healthy: Callable[[], None], fail: bool = True
+    ) -> float | None:
         """Read until `count` records in all (`healthy` raises if the contender failed);
-        returns the monotonic time the first new record arrived (None if none was needed)."""
+        returns the monotonic time the first new record arrived (None if none was needed).
+        After `timeout` s, raise if `fail`, else return: the check finds what is missing."""
         first, deadline = None, time.monotonic() + timeout
         while self.seen < count:
             if time.monotonic() > deadline:
+                if not fail:
+                    break
                 raise RuntimeError(f"{self.topic}: {self.seen}/{count} after {timeout}s")
             healthy()
-            got = self._read(0.02)
+            got = len(common.records(self.consumer.consume(10_000, 0.02)))
+            self.seen += got
             if got and first is None:
                 first = time.monotonic()
         return first
 
-    def _read(self, timeout: float) -> int:
-        msgs = common.records(self.consumer.consume(10_000, timeout))
-        self.per_key.update(m.key() for m in msgs)
-        if self.watch:
-            self.values.update((m.key(), m.value()) for m in msgs if m.key() in self.watch)
-        self.seen += len(msgs)
-        return len(msgs)
-
-    def last_values(self, decode: Callable[[bytes | None], object]) -> dict[bytes, object]:
-        """The last value read of each watched key, decoded."""
-        return {key: decode(value) for key, value in self.values.items()}
-
-    def verify(self, words: Sequence[str]) -> dict[str, int]:
-        """Read on for `DRAIN_S`, then compare the outputs per word with the input: one output
-        per input record of the word (the warm-up words included). `lost` counts inputs
-        without an output, `duplicated` outputs beyond the inputs, summed over words."""
-        deadline = time.monotonic() + DRAIN_S
-        while time.monotonic() < deadline:
-            self._read(0.05)
-        expected = collections.Counter(w.encode() for w in words)
-        expected.update(f"warmup-{p}".encode() for p in range(PARTITIONS))
-        lost = sum((expected - self.per_key).values())
-        duplicated = sum((self.per_key - expected).values())
-        return {"lost": lost, "duplicated": duplicated}
-
     def close(self) -> None:
         self.consumer.close()
+
+
+def warmups() -> list[str]:
+    """The warm-up words the gate writes first, one per partition."""
+    return [f"warmup-{p}" for p in range(PARTITIONS)]
+
+
+def reference(words: Sequence[str], copies: bool = False) -> collections.Counter[WordCount]:
+    """What a contender must write for the warm-up words and then `words`: per input record
+    of a word, (word, word, the word's count so far); with `copies` (the bare loop), the
+    input record itself, (word, word, None)."""
+    counts: collections.Counter[str] = collections.Counter()
+    expected: collections.Counter[WordCount] = collections.Counter()
+    for word in [*warmups(), *words]:
+        counts[word] += 1
+        expected[(word, word, None if copies else counts[word])] += 1
+    return expected
+
+
+def word_count(msg) -> WordCount:
+    """An output of any contender as (key, word, count): logwheel's Avro single-object or
+    Confluent wire format (`wordcount.WordCount`), the peers' JSON, the bare loop's copy."""
+    value, key = msg.value(), msg.key()
+    if value[:2] == MARKER:
+        decoded = default_schemas().decode_any(value)
+    elif value[:1] == b"\x00":  # the Confluent wire format: magic byte, schema id, Avro body
+        body = io.BytesIO(value[5:])
+        decoded = schemaless_reader(body, default_schemas()["wordcount.WordCount"], None)
+    else:
+        decoded = json.loads(value)
+    return (None if key is None else key.decode()), decoded.get("word"), decoded.get("count")
 
 
 def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) -> Job:
@@ -247,8 +273,15 @@ def start(ws: common.Workspace, kind: str, name: str, source: str, output: str) 
     return job
 
 
-def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int) -> dict:
-    """One run of one contender: startup_s, seconds, first_s, records, cpu_s."""
+def measure(
+    ws: common.Workspace,
+    words: list[str],
+    expected: collections.Counter[WordCount],
+    contender: str,
+    attempt: int,
+) -> dict:
+    """One run of one contender: startup_s, seconds, first_s, records, cpu_s, and the check
+    of its outputs against `expected`, read to their end once it has stopped."""
     kind = CONTENDERS.get(contender) or "peer:" + ":".join(PEERS[contender])
     name = f"{ws.run}-{kind.replace('_', '-').replace(':', '-').replace('+', '-')}-{attempt}"
     source, output = f"{name}-words", f"{name}-out"
@@ -268,14 +301,16 @@ def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int
         cpu0, t0 = common.cpu_seconds(job.proc.pid), time.monotonic()
         gate.open()
         with scraper:
-            first = outputs.wait(PARTITIONS + len(words), RUN_TIMEOUT_S, lambda: common.check(job))
+            total = PARTITIONS + len(words)
+            first = outputs.wait(total, RUN_TIMEOUT_S, lambda: common.check(job), fail=False)
         done, cpu1 = time.monotonic(), common.cpu_seconds(job.proc.pid)
         rss = common.peak_rss_mb(job.proc.pid)
-        correctness = outputs.verify(words)
     finally:
         job.stop()
         outputs.close()
         gate.close()
+    written = verify.read(ws.bootstrap, [output], word_count)
+    check = verify.compare(expected, written, short_at_end=max(0, total - outputs.seen))
     return {
         "startup_s": startup,  # process start until its warm-up outputs were readable
         "seconds": done - t0,  # input committed until every output was readable
@@ -283,7 +318,7 @@ def measure(ws: common.Workspace, words: list[str], contender: str, attempt: int
         "records": len(words),
         "cpu_s": None if cpu0 is None or cpu1 is None else cpu1 - cpu0,  # all its threads
         "peak_rss_mb": rss,  # VmHWM of its process tree, when every output was readable
-        **correctness,  # lost, duplicated: outputs per word against the input
+        **check,  # missing, unexpected, duplicated, late: its outputs against the reference
     }
 
 
@@ -292,38 +327,59 @@ def row(contender: str, records: int, runs: list[dict]) -> dict:
     return {
         **common.medians(contender, records, runs),
         "first_s": statistics.median(t["first_s"] for t in runs),
-        "lost": max(t["lost"] for t in runs),  # the worst run
-        "duplicated": max(t["duplicated"] for t in runs),
+        **verify.worst(runs),
         "runs": runs,
     }
 
 
 def describe(t: dict) -> str:
     cpu = "-" if t["cpu_s"] is None else f"{t['cpu_s']:.2f}s"
+    if not verify.passed(t):
+        return verify.describe(t)
     return (
         f"{t['seconds']:6.2f}s ({t['records'] / t['seconds']:9,.0f} records/s; first output "
-        f"after {t['first_s']:.3f}s; startup {t['startup_s']:.2f}s; CPU {cpu})"
+        f"after {t['first_s']:.3f}s; startup {t['startup_s']:.2f}s; CPU {cpu}; "
+        f"{verify.describe(t)})"
     )
 
 
 def run(args: object, contenders: Sequence[str], words: list[str] | None = None) -> list[dict]:
     """Every contender `repeat` times over the same input (`words`, else `args.records` Zipf
-    words); one row per contender, with its ratios (records/s, CPU per record) to the bare
-    loop's when it ran and to logwheel exactly_once's."""
+    words), each checked; one row per contender, with its ratios (records/s, CPU per record)
+    to the bare loop's and logwheel exactly_once's in the same run. A contender of `SHORTER`
+    reads the first 1/N of the words, beside `BESIDE_SHORTER` on the same words: their rows
+    (`input` "first 1/N") come last and are compared with each other only."""
     words = zipf_words(args.records) if words is None else words
     distinct = len(set(words))
     print(f"input: {len(words)} words, {distinct} distinct, {PARTITIONS} partitions")
+    groups = {"all": ([c for c in contenders if c not in SHORTER], words)}
+    for c in (c for c in contenders if c in SHORTER):
+        groups[f"first 1/{SHORTER[c]}"] = ([BESIDE_SHORTER, c], words[: len(words) // SHORTER[c]])
+    rows = []
     with common.Workspace(args.bootstrap, "tp", args.keep) as ws:
-        inputs = {c: words[: len(words) // SHORTER.get(c, 1)] for c in contenders}
-        runs = common.interleave(
-            args.repeat, contenders, lambda c, n: measure(ws, inputs[c], c, n), describe
-        )
-    rows = [row(c, len(inputs[c]), runs[c]) for c in contenders]
+        for label, (members, part) in groups.items():
+            if label != "all":
+                print(f"input: the first {len(part)} words, for {members[1]} beside {members[0]}")
+            expected = {copies: reference(part, copies) for copies in {c == BARE for c in members}}
+            runs = common.interleave(
+                args.repeat,
+                members,
+                lambda c, n, p=part, e=expected: measure(ws, p, e[c == BARE], c, n),
+                describe,
+            )
+            rows += ratios([row(c, len(part), runs[c]) | {"input": label} for c in members])
+    for r in rows:
+        r["distinct"] = distinct
+    return rows
+
+
+def ratios(rows: list[dict]) -> list[dict]:
+    """Each row's records/s and CPU per record beside the bare loop's and logwheel
+    exactly_once's among `rows` (contenders of one input, one run)."""
     bare = next((r for r in rows if r["contender"] == BARE), None)
     bare_cpu = bare and bare["cpu_us_per_record"]
     eos = next((r for r in rows if r["contender"] == "logwheel exactly_once"), None)
     for r in rows:
-        r["distinct"] = distinct
         r["ratio"] = r["records_per_s"] / bare["records_per_s"] if bare else None
         cpu = r["cpu_us_per_record"]
         r["cpu_ratio"] = bare_cpu / cpu if cpu and bare_cpu else None
@@ -336,7 +392,7 @@ def run(args: object, contenders: Sequence[str], words: list[str] | None = None)
 
 COLUMNS = [("contender", -31), ("records", 8), ("seconds", 8), ("records/s", 10), ("ratio", 6)]
 COLUMNS += [("first s", 8), ("startup s", 9), ("CPU us/rec", 10), ("CPU ratio", 9)]
-COLUMNS += [("vs lw eos", 9), ("CPU/lw eos", 10), ("RSS MB", 7), ("lost", 5), ("dup", 6)]
+COLUMNS += [("vs lw eos", 9), ("CPU/lw eos", 10), ("RSS MB", 7), ("input", -13)]
 
 
 def table(rows: Sequence[dict]) -> str:
@@ -348,10 +404,47 @@ def table(rows: Sequence[dict]) -> str:
             + [f(r["ratio"], ".2f"), f(r["first_s"], ".3f"), f(r["startup_s"], ".2f")]
             + [f(r["cpu_us_per_record"], ".1f"), f(r["cpu_ratio"], ".2f")]
             + [f(r["vs_logwheel_eos"], ".2f"), f(r.get("cpu_vs_logwheel_eos"), ".2f")]
-            + [f(r.get("peak_rss_mb"), ".0f"), r["lost"], r["duplicated"]]
+            + [f(r.get("peak_rss_mb"), ".0f"), r.get("input", "all")]
             for r in rows
         ),
     )
+
+
+def aims(rows: Sequence[dict]) -> list[str]:
+    """Every aim's line, from the rows of one input in one run, by CPU per record."""
+    lines = [half_of_bare(rows), framework_share(rows), *half_of_quix(rows)]
+    return lines + [metrics_overhead(rows), wire_overhead(rows)]
+
+
+def half_of_bare(rows: Sequence[dict], bound: float = 0.5) -> str:
+    """The aim of the first benchmark: logwheel exactly_once at least `bound` times the bare
+    loop, by CPU per record (the bare loop's over logwheel's)."""
+    by = {r["contender"]: r for r in rows}
+    eos = by.get("logwheel exactly_once")
+    if not (eos and eos["cpu_ratio"]):
+        return "aim vs the bare loop: not measured (needs the bare loop and exactly_once)"
+    verdict = "met" if eos["cpu_ratio"] >= bound else "NOT met"
+    return (
+        f"aim: exactly_once at >= {bound}x the bare loop by CPU/record: {verdict} "
+        f"({eos['cpu_ratio']:.2f}x: {eos['cpu_us_per_record']:.1f} vs "
+        f"{by[BARE]['cpu_us_per_record']:.1f} us)"
+    )
+
+
+def beside_shorter(rows: Sequence[dict]) -> list[str]:
+    """Each shorter contender beside `BESIDE_SHORTER` on the same shorter input, by CPU per
+    record (not an aim: where it stands)."""
+    lines = []
+    for label in dict.fromkeys(r["input"] for r in rows if r["input"] != "all"):
+        ours, theirs = (r for r in rows if r["input"] == label)
+        if ours["cpu_us_per_record"] and theirs["cpu_us_per_record"]:
+            lines.append(
+                f"{theirs['contender']} on the {label} of the input ({theirs['records']:,} "
+                f"records): {theirs['cpu_us_per_record']:.1f} us/record, {ours['contender']} "
+                f"{ours['cpu_us_per_record']:.1f} on the same records "
+                f"({theirs['cpu_us_per_record'] / ours['cpu_us_per_record']:.1f}x)"
+            )
+    return lines
 
 
 def half_of_quix(rows: Sequence[dict], bound: float = 0.5) -> list[str]:
@@ -435,17 +528,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"throughput: the count-words stage, {args.records} records, on {args.bootstrap}")
     rows = run(args, contenders)
-    print()
-    print(table(rows))
-    eos = next((r for r in rows if r["contender"] == "logwheel exactly_once"), None)
-    if eos is not None:
-        verdict = "met" if eos["ratio"] >= 0.5 else "NOT met"
-        print(f"aim: exactly_once at >= 0.5x the bare loop: {verdict} ({eos['ratio']:.2f}x)")
-    print(framework_share(rows))
-    for line in half_of_quix(rows):
-        print(line)
-    print(metrics_overhead(rows))
-    print(wire_overhead(rows))
+    failed = verify.failures(rows, lambda r: f"{r['contender']} ({r['input']} input)")
+    if not failed:
+        print()
+        print(table(rows))
+        for line in aims([r for r in rows if r["input"] == "all"]):
+            print(line)
+        for line in beside_shorter(rows):
+            print(line)
     common.write_results(
         "throughput",
         args,
@@ -460,8 +550,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             " read_committed; records_per_s = records / seconds; ratio to the bare loop"
         ),
         rows=rows,
+        failed=failed,
     )
-    return 0
+    return verify.report(failed)
 
 
 if __name__ == "__main__":

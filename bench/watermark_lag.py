@@ -30,6 +30,14 @@ stage1 1795 ± 159 ms, stage2 1954 ± 127, stage3 2081 ± 140. The same consumer
 stages' window counts and reports `window delay`: the time a window's count became readable
 minus the window's end — how fresh a watermark-gated aggregate is, the reason §8.2 matters.
 
+Before any figure is shown the run is checked (bench/verify.py): once the job has stopped, the
+window streams and watermark channels are read to their end (read_committed). Every window a
+stage's final low watermark has passed must have been written exactly once with the count of
+the records sent in it (the reference: the injector's records, keyed as the stage keys them);
+a window written after that (closed before the job stopped, its mark not yet out) must have
+its right count too. A window `missing`, `unexpected` (a wrong count is one missing and one
+unexpected) or `duplicated` fails the benchmark (exit 1).
+
     python bench/watermark_lag.py [--quick] [--rate R] [--duration S] [--warmup S]
         [--advance-ms MS] [--bound-ms MS] [--keying different|same]
         [--guarantee exactly_once|at_least_once] [--bootstrap H:P] [--out FILE] [--keep]
@@ -37,6 +45,7 @@ minus the window's end — how fresh a watermark-gated aggregate is, the reason 
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import sys
@@ -45,7 +54,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import common  # noqa: E402
+from bench import common, verify  # noqa: E402
 from framework import Computation, Pipeline, key_by  # noqa: E402
 from framework.core.clock import now_ms  # noqa: E402
 from framework.core.pipeline import InjectorWatermark  # noqa: E402
@@ -114,6 +123,40 @@ def build(name: str, prefix: str, guarantee: str, keying: str) -> Pipeline:
     return pipeline
 
 
+def fields(seq: int) -> dict[str, int]:
+    """The injector's record `seq`: the fields the stages key by."""
+    return {"seq": seq, "a": seq % 50, "b": seq * 7 % 53, "c": seq * 13 % 47}
+
+
+Window = tuple[str, str, int, int]
+"""A window's count as the check sees it: (stage, key, start, count)."""
+
+
+def reference(stamps: Sequence[int], keying: str) -> set[Window]:
+    """Every stage's window counts of the records sent at `stamps` (by seq): what each stage
+    writes for a window once it closes. Keyed by "a", "b", "c" in turn; with keying "same"
+    stages 2 and 3 keep the key stage 1 forwards with ("a")."""
+    keys = ("a", "b", "c") if keying == "different" else ("a", "a", "a")
+    counts: collections.Counter[tuple[str, str, int]] = collections.Counter()
+    for seq, stamp in enumerate(stamps):
+        record = fields(seq)
+        for stage, key in zip(STAGES, keys, strict=True):
+            counts[(stage, str(record[key]), stamp - stamp % WINDOW_MS)] += 1
+    return {(stage, key, start, n) for (stage, key, start), n in counts.items()}
+
+
+def check_windows(
+    expected: set[Window], written: collections.Counter, lows: dict[str, int]
+) -> dict:
+    """The windows written against `expected`: each one whose end a stage's final low
+    watermark (`lows`) has passed must be there; one written later must be right too.
+    `windows_required`: how many windows each stage had to have written."""
+    required = {w for w in expected if w[2] + WINDOW_MS <= lows.get(w[0], -1)}
+    check = verify.compare(required | (written.keys() & expected), written)
+    check["windows_required"] = {s: sum(w[0] == s for w in required) for s in STAGES}
+    return check
+
+
 class Feeder(common.Worker):
     """Sends records at `rate` and advances the watermark to now − bound every `advance_ms`."""
 
@@ -123,6 +166,7 @@ class Feeder(common.Worker):
         self.stream, self.rate = stream, args.rate
         self.advance_s, self.bound_ms = args.advance_ms / 1000, args.bound_ms
         self.sent = 0
+        self.stamps: list[int] = []  # the timestamp of each record, by seq
         self.advances: list[float] = []  # ms each advance (commit) took
 
     def work(self) -> None:
@@ -138,8 +182,9 @@ class Feeder(common.Worker):
             now = time.monotonic()
             while start + self.sent / self.rate <= now:
                 seq = self.sent
-                value = {"seq": seq, "a": seq % 50, "b": seq * 7 % 53, "c": seq * 13 % 47}
-                self.injector.send(self.stream, value, key=str(seq), timestamp=now_ms())
+                stamp = now_ms()
+                self.injector.send(self.stream, fields(seq), key=str(seq), timestamp=stamp)
+                self.stamps.append(stamp)
                 self.sent += 1
             if now >= next_advance:
                 t = time.perf_counter()
@@ -240,6 +285,17 @@ def measure(args, ws: common.Workspace) -> dict:
         feeder.join(30)
         job.stop()
         watcher.close()
+    stage_of = {topic: stage for stage, topic in windows.items()}
+
+    def window(msg) -> Window:
+        value = json.loads(msg.value())
+        return stage_of[msg.topic()], value["key"], value["start"], value["count"]
+
+    written = verify.read(ws.bootstrap, windows.values(), window)
+    channels = [pipeline[s].watermarks for s in STAGES]
+    marks = verify.read(ws.bootstrap, channels, lambda m: mark_of(m.value()))
+    lows = {s: low(marks, watcher.series[s]) for s in STAGES}
+    check = check_windows(reference(feeder.stamps, args.keying), written, lows)
     series = []
     for name in watcher.series:
         values = [lags[name] for _, lags in samples if lags[name] is not None]
@@ -267,7 +323,27 @@ def measure(args, ws: common.Workspace) -> dict:
         "window_delays": delays,
         "injector_advance_ms": {"n": len(feeder.advances), **common.spread(feeder.advances)},
         "samples": [{"t": round(t - begin, 3), **lags} for t, lags in samples],
+        "windows_checked": sum(written.values()),
+        **check,
     }
+
+
+def mark_of(raw: bytes | None) -> tuple[str, int] | None:
+    """A watermark channel's record as (producer, watermark); None for a tombstone."""
+    if raw is None:
+        return None
+    mark = decode_mark(raw)
+    return mark.producer, mark.watermark
+
+
+def low(marks: collections.Counter, producers: Sequence[str]) -> int:
+    """The lowest over `producers` of the highest watermark each published (-1 if one never
+    published): where a stage's low watermark stood when the job stopped."""
+    highest: dict[str, int] = {}
+    for mark in marks:
+        if mark is not None:
+            highest[mark[0]] = max(mark[1], highest.get(mark[0], -1))
+    return min(highest.get(p, -1) for p in producers)
 
 
 COLUMNS = [("series", -15), ("samples", 7), ("mean ms", 8), ("stdev", 7), ("min", 7)]
@@ -306,6 +382,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     with common.Workspace(args.bootstrap, "wl", args.keep) as ws:
         result = measure(args, ws)
+    failed = verify.failures([result], lambda _: "the three stages' windows")
+    if failed:
+        common.write_results("watermark_lag", args, **result, failed=failed)
+        return verify.report(failed)
+    print(f"{result['windows_checked']} windows {verify.describe(result)}")
     print()
     print("lag = wall time at the sample - low watermark (ms); a stage's low watermark is the")
     print("minimum over its keyed tasks' published marks; 'by-key' = its repartition tasks'")
@@ -336,6 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         paper_ms={k: {"mean": m, "stdev": s} for k, (m, s) in PAPER.items()},
         **result,
+        failed=failed,
     )
     return 0
 

@@ -34,11 +34,13 @@ Windows close only when time passes them, so the input ends with closing records
 (every key of the vocabulary) and one per partition, all at a time two windows past the last
 data window. They advance every partition's stream time and watermark, and every key's own
 time (Quix's per-key closing), past every data window; their own windows never close and are
-left out of the check. The check, for every contender: the set of (key, window start, count)
-it wrote must equal the reference counted by brute force from the input (the warm-up records'
-windows included); `missing` are expected results not written (a wrong count is missing and
+left out of the check. The check, for every contender (bench/verify.py), once it has stopped
+and its output topic is read to its end: the set of (key, window start, count) it wrote must
+equal the reference counted by brute force from the input (the warm-up records' windows
+included); `missing` are expected results not written (a wrong count is missing and
 unexpected), `unexpected` results written but not expected, `duplicated` results written more
-than once. A mismatch fails the benchmark (exit 1).
+than once, `late` results readable only after the run's time was taken. A mismatch fails the
+benchmark (exit 1) and no figure is printed.
 
 Timing, as bench/throughput.py's, with the input gated by a transaction so that process
 startup (imports, group join, restore) is outside the measurement:
@@ -50,7 +52,8 @@ startup (imports, group join, restore) is outside the measurement:
 2. the contender's process starts; once its result of each partition's first warm-up window is
    readable (read_committed) it is running and idle at the open transaction: `startup s`;
 3. the input transaction commits (t0); `seconds` runs from t0 until every expected result is
-   readable read_committed (or nothing new came for `QUIET_S`, which the check then fails).
+   readable read_committed (or nothing new came for `QUIET_S`: a liveness bound, after
+   which the check finds what is missing or late).
 
 records/s = input records (data and closing records) / seconds; `CPU us/rec` is the CPU time
 (user + system, all threads, from /proc) of the contender's process tree between t0 and the
@@ -75,7 +78,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import common, peers  # noqa: E402
+from bench import common, peers, verify  # noqa: E402
 from framework import BoundedOutOfOrderness, Pipeline, windows  # noqa: E402
 from tests.integration import kafka_streams_oracle  # noqa: E402
 from tests.support import Job  # noqa: E402
@@ -102,7 +105,6 @@ PEERS = {
 """Peers, measured with --peers or LOGWHEEL_BENCH_PEERS=1: (peer, its name of the guarantee,
 Quix's closing strategy)."""
 QUIX_PROGRAM = common.BENCH / "peers" / "quix_windowed_count.py"
-DRAIN_S = 1.0  # after the last expected result, how long duplicates are looked for
 QUIET_S = 60.0  # no new result for this long before all are in: the contender is done
 RUN_TIMEOUT_S = 900.0
 
@@ -188,21 +190,10 @@ def make_input(records: int, keys: int, minutes: int, base: int | None = None) -
     return Input(warmup, data + closing, len(closing), expected)
 
 
-def compare(expected: set[Result], written: collections.Counter[Result]) -> dict[str, int]:
-    """A contender's results against the reference: `missing` expected results it did not
-    write (a wrong count is one missing and one unexpected), `unexpected` results written but
-    not expected, `duplicated` writes of a result beyond its first."""
-    return {
-        "missing": len(expected - written.keys()),
-        "unexpected": len(written.keys() - expected),
-        "duplicated": sum(n - 1 for n in written.values()),
-    }
-
-
-def result(key: bytes | None, value: bytes | None) -> Result:
+def result(msg) -> Result:
     """One written result as (key, start, count), from logwheel's value {"key", "start", "end",
     "value"} or Quix's {"start", "end", "value"} keyed by the key."""
-    decoded = json.loads(value)
+    key, decoded = msg.key(), json.loads(msg.value())
     name = decoded.get("key", key.decode() if key is not None else None)
     return name, decoded["start"], decoded["value"]
 
@@ -229,13 +220,12 @@ class Gate(common.Gate):
 
 
 class Results:
-    """A read_committed reader of every partition of a contender's output topic, keeping each
-    result it reads as (key, start, count)."""
+    """A read_committed reader of every partition of a contender's output topic, counting the
+    results as they become readable (what a run is timed by; `verify.read` checks them)."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         self.topic = topic
         self.consumer = common.follow(bootstrap, [topic], **{"fetch.wait.max.ms": 10})
-        self.written: collections.Counter[Result] = collections.Counter()
         self.seen = 0
 
     def wait(self, count: int, timeout: float, healthy: Callable[[], None]) -> bool:
@@ -255,16 +245,9 @@ class Results:
         return True
 
     def _read(self, timeout: float) -> int:
-        msgs = common.records(self.consumer.consume(10_000, timeout))
-        self.written.update(result(m.key(), m.value()) for m in msgs)
-        self.seen += len(msgs)
-        return len(msgs)
-
-    def drain(self) -> None:
-        """Read on for `DRAIN_S`: results written twice show up."""
-        deadline = time.monotonic() + DRAIN_S
-        while time.monotonic() < deadline:
-            self._read(0.05)
+        got = len(common.records(self.consumer.consume(10_000, timeout)))
+        self.seen += got
+        return got
 
     def close(self) -> None:
         self.consumer.close()
@@ -310,21 +293,22 @@ def measure(ws: common.Workspace, data: Input, contender: str, attempt: int) -> 
         if not complete:
             done -= QUIET_S  # it stopped writing then
         rss = common.peak_rss_mb(job.proc.pid)
-        results.drain()
     finally:
         job.stop()
         results.close()
         gate.close()
         # the peers' own topics (changelogs, repartitions) are named after their group
         ws.topics += [t for t in ws.admin.list_topics(timeout=30).topics if name in t]
+    written = verify.read(ws.bootstrap, [output], result)
+    short = max(0, len(expected) - results.seen)
     return {
         "startup_s": startup,  # process start until its warm-up results were readable
         "seconds": done - t0,  # input committed until every result was readable
         "records": len(data.events),
         "cpu_s": None if cpu0 is None or cpu1 is None else cpu1 - cpu0,  # all its threads
         "peak_rss_mb": rss,
-        "results": results.seen,
-        **compare(expected, results.written),
+        "results": sum(written.values()),
+        **verify.compare(expected, written, short_at_end=short),
     }
 
 
@@ -332,17 +316,18 @@ def row(contender: str, runs: list[dict]) -> dict:
     """A contender's medians over its runs, and the worst run's check."""
     return {
         **common.medians(contender, runs[0]["records"], runs),
-        **{k: max(t[k] for t in runs) for k in ("missing", "unexpected", "duplicated")},
+        **verify.worst(runs),
         "runs": runs,
     }
 
 
 def describe(t: dict) -> str:
+    if not verify.passed(t):
+        return f"{t['results']} results: {verify.describe(t)}"
     cpu = "-" if t["cpu_s"] is None else f"{t['cpu_s']:.2f}s"
-    check = f"{t['missing']} missing, {t['unexpected']} unexpected, {t['duplicated']} dup"
     return (
         f"{t['seconds']:6.2f}s ({t['records'] / t['seconds']:9,.0f} records/s; startup "
-        f"{t['startup_s']:.2f}s; CPU {cpu}; {t['results']} results: {check})"
+        f"{t['startup_s']:.2f}s; CPU {cpu}; {t['results']} results {verify.describe(t)})"
     )
 
 
@@ -372,7 +357,7 @@ def run(args: object, contenders: Sequence[str]) -> tuple[Input, list[dict]]:
 
 COLUMNS = [("contender", -36), ("records", 9), ("seconds", 8), ("records/s", 10)]
 COLUMNS += [("CPU us/rec", 10), ("CPU/quix", 8), ("rec/s vs quix", 13), ("startup s", 9)]
-COLUMNS += [("RSS MB", 7), ("missing", 7), ("unexpected", 10), ("dup", 5)]
+COLUMNS += [("RSS MB", 7)]
 
 
 def table(rows: Sequence[dict]) -> str:
@@ -383,7 +368,6 @@ def table(rows: Sequence[dict]) -> str:
             [r["contender"], r["records"], f(r["seconds"], ".2f"), f(r["records_per_s"], ",.0f")]
             + [f(r["cpu_us_per_record"], ".1f"), f(r["cpu_vs_quix"], ".2f")]
             + [f(r["vs_quix"], ".2f"), f(r["startup_s"], ".2f"), f(r["peak_rss_mb"], ".0f")]
-            + [r["missing"], r["unexpected"], r["duplicated"]]
             for r in rows
         ),
     )
@@ -404,11 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"windowed: a tumbling 60 s count per key, {args.records} records, on {args.bootstrap}")
     data, rows = run(args, contenders)
-    print()
-    print(table(rows))
-    failed = [r["contender"] for r in rows if r["missing"] or r["unexpected"] or r["duplicated"]]
-    if failed:
-        print(f"FAILED: results differ from the reference for {', '.join(failed)}")
+    failed = verify.failures(rows)
+    if not failed:
+        print()
+        print(table(rows))
     common.write_results(
         "windowed",
         args,
@@ -430,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows=rows,
         failed=failed,
     )
-    return 1 if failed else 0
+    return verify.report(failed)
 
 
 if __name__ == "__main__":
