@@ -110,12 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             wc.read_counts()
             time.sleep(SETTLE_S)
-            before, written = end_offsets(args.bootstrap), topic_ends(admin, own, committed=False)
+            before, ends0 = end_offsets(args.bootstrap), topic_ends(admin, own, committed=False)
             cpu0, t0 = sample(job.proc.pid), time.monotonic()
             time.sleep(args.seconds)
             seconds = time.monotonic() - t0
             cpu1 = sample(job.proc.pid)
-            after, now = end_offsets(args.bootstrap), topic_ends(admin, own, committed=False)
+            after, ends1 = end_offsets(args.bootstrap), topic_ends(admin, own, committed=False)
         finally:
             job.stop()
         written = verify.read(args.bootstrap, [wc.counts_topic], word_count)
@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         common.write_results("idle", args, **check, failed=failed)
         return verify.report(failed)
     rates = {name: (after[name] - before.get(name, 0)) / seconds for name in after}
-    rates["its own topics"] = sum(now[tp] - written[tp] for tp in own) / seconds
+    rates["its own topics"] = sum(ends1[tp] - ends0[tp] for tp in own) / seconds
     processes = costs(cpu0, cpu1, seconds)
     load = os.getloadavg()[0]
     for name, rate in rates.items():
