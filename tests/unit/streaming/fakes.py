@@ -29,6 +29,7 @@ class FakeProducer:
         self.log = log
         self.fail_commit: KafkaError | None = None  # every commit, until set back to None
         self.fail_next: KafkaError | None = None  # the next commit only
+        self.refuse: Callable[[list[tuple]], KafkaError | None] | None = None  # by content
         self.offsets = offsets
         self.open: list[tuple] = []  # (topic, partition, key, value) in the open transaction
         self.committed: list[tuple] = []
@@ -48,6 +49,8 @@ class FakeProducer:
 
     def commit_transaction(self, timeout):
         failure, self.fail_next = self.fail_next or self.fail_commit, None
+        if failure is None and self.refuse is not None:
+            failure = self.refuse(self.open)
         if failure is not None:
             raise KafkaException(failure)
         self.log.append("commit")

@@ -70,9 +70,10 @@ class Parts:
         self.producer = self.collector.producer
         self.channels, self.restorer = FakeChannels(), FakeRestorer(instant=True)
         partitions = {"in": 2, "counts": 2}
-        rt = Runtime(pipeline, spec, self.collector, partitions, ErrorPolicy(spec.group, "skip"))
+        policy = ErrorPolicy(spec.group, spec.on_error)
+        rt = Runtime(pipeline, spec, self.collector, partitions, policy)
         tasks = TaskManager(rt, self.consumer, FakeAdmin(), self.channels, self.restorer, tmp_path)
-        self.tasks = tasks
+        self.tasks, self.spec = tasks, spec
         self.membership = Membership(
             rt,
             consumer=self.consumer,
@@ -95,6 +96,10 @@ class Parts:
     def read_to_the_end(self) -> bool:
         """Every record read and its offset committed."""
         return all(self.offsets.get(tp) == len(log) for tp, log in self.consumer.records.items())
+
+    def dead_letters(self) -> list[bytes]:
+        """The keys of the committed dead letters."""
+        return [key for topic, _, key, _ in self.producer.committed if topic == self.spec.dlq]
 
     def counts(self) -> dict[str, list[int]]:
         """The counts each key's committed productions carry, in order."""
