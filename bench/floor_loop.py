@@ -35,7 +35,7 @@ from framework.core.context import production_id  # noqa: E402
 from framework.kafka.collector import ID_HEADER  # noqa: E402
 from framework.kafka.config import consumer_config, producer_config  # noqa: E402
 from framework.serde.codecs import encoder_for  # noqa: E402
-from framework.streaming.runner import DEFAULT_COMMIT_INTERVAL_MS  # noqa: E402
+from framework.streaming.membership import DEFAULT_COMMIT_INTERVAL_MS  # noqa: E402
 
 
 def run(bootstrap: str, source: str, target: str, changelog: str, group: str) -> int:

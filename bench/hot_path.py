@@ -1,5 +1,5 @@
 """CPU per record of a keyed task's per-record path alone, in this process: the count-words
-`KeyedTask` of bench/throughput.py fed pre-built messages in runs of 1,000 (as the runner's
+`KeyedTask` of bench/throughput.py fed pre-built messages in runs of 1,000 (as the membership's
 `_handle_runs` hands them), its productions and changelog going to a real producer and RocksDB,
 a commit's local half (changelog, flush, store) every `--commit-every` records; no consumer,
 no transaction, no other process.

@@ -109,7 +109,7 @@ def changelog_command(args: argparse.Namespace) -> int:
     import json
 
     from changelog import ChangelogTable
-    from framework.streaming.launch import kafka_settings
+    from framework.streaming.loading import kafka_settings
 
     bootstrap = bootstrap_from(args.bootstrap)
     if args.spark:

@@ -69,7 +69,7 @@ def register_run(commands: argparse._SubParsersAction) -> None:
         type=int,
         metavar="MS",
         help="under a backlog, commit at least this often; a drained input commits at once "
-        "(1000: framework.streaming.runner.DEFAULT_COMMIT_INTERVAL_MS)",
+        "(1000: framework.streaming.membership.DEFAULT_COMMIT_INTERVAL_MS)",
     )
     parser.add_argument(
         "--standby",
@@ -86,8 +86,8 @@ def register_run(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs the named computations (all by default), one process each, until SIGTERM."""
     from framework.core.logs import setup
-    from framework.streaming.launch import run_computations
-    from framework.streaming.runner import default_state_dir
+    from framework.streaming.state_dir import default_state_dir
+    from framework.streaming.supervisor import run_computations
 
     setup(args.log_format)
     return run_computations(
@@ -126,7 +126,7 @@ def register_topics(commands: argparse._SubParsersAction) -> None:
 def topics(args: argparse.Namespace) -> int:
     """Creates every topic of the pipeline with its policy; existing ones are left as they are."""
     from framework.kafka.topics import create_topics, pipeline_topics
-    from framework.streaming.launch import kafka_settings, load_pipeline
+    from framework.streaming.loading import kafka_settings, load_pipeline
 
     pipeline = load_pipeline(args.pipeline)
     created = set(
@@ -166,7 +166,7 @@ def show_status(args: argparse.Namespace) -> int:
     from rich.live import Live
 
     from framework.ops.status import status, status_table
-    from framework.streaming.launch import kafka_settings, load_pipeline
+    from framework.streaming.loading import kafka_settings, load_pipeline
 
     pipeline = load_pipeline(args.pipeline)
     bootstrap, kafka = bootstrap_from(args.bootstrap), kafka_settings(args.config)
@@ -197,7 +197,7 @@ def register_graph(commands: argparse._SubParsersAction) -> None:
 
 def show_graph(args: argparse.Namespace) -> int:
     from framework.ops.status import graph
-    from framework.streaming.launch import load_pipeline
+    from framework.streaming.loading import load_pipeline
 
     print(graph(load_pipeline(args.pipeline)))
     return 0
@@ -228,8 +228,8 @@ def reset_doc() -> str:
 
 def reset_command(args: argparse.Namespace) -> int:
     from framework.ops.reset import reset
-    from framework.streaming.launch import kafka_settings, load_pipeline
-    from framework.streaming.runner import default_state_dir
+    from framework.streaming.loading import kafka_settings, load_pipeline
+    from framework.streaming.state_dir import default_state_dir
 
     def run(dry_run: bool) -> list[str]:
         return reset(
@@ -288,7 +288,7 @@ def register_backfill(commands: argparse._SubParsersAction) -> None:
 def backfill_command(args: argparse.Namespace) -> int:
     from framework.backfill.driver import backfill
     from framework.core.logs import setup
-    from framework.streaming.launch import (
+    from framework.streaming.loading import (
         kafka_settings,
         load_pipeline,
         registry_settings,

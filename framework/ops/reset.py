@@ -31,7 +31,7 @@ from framework.kafka.config import client_config, consumer_config, producer_conf
 from framework.kafka.groups import refuse_live_members
 from framework.kafka.reading import offset_at, parse_point
 from framework.kafka.topics import create_topics
-from framework.streaming.startup import lock_state_dir
+from framework.streaming.state_dir import lock_state_dir
 
 
 def reset(

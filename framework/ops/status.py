@@ -52,7 +52,9 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
     admin = AdminClient(client_config(bootstrap, kafka))
     existing = admin.list_topics(timeout=30).topics
     reader = reader_group(pipeline.name)
-    channels = WatermarkChannels(consumer_config(bootstrap, reader=reader, extra=kafka), admin)
+    channels = WatermarkChannels(
+        Consumer(consumer_config(bootstrap, reader=reader, extra=kafka)), admin
+    )
     rows = []
     try:
         channels.follow(

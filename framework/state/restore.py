@@ -1,5 +1,5 @@
 """Rebuilding tasks' local stores from their changelog and timer journal (invariant 2), a
-batch at a time inside the runner's loop, with the tasks' input partitions paused, so a long
+batch at a time inside the membership's loop, with the tasks' input partitions paused, so a long
 restore never outlives `max.poll.interval.ms` (Kafka Streams' StoreChangelogReader).
 
 The same reader keeps standby replicas (`logwheel run --standby N`, Kafka Streams'

@@ -1,6 +1,6 @@
-"""The `logwheel run` process: the runner's loop, one membership of the consumer group,
-the task manager and tasks, the committer's numbered steps, watermark channels, injectors,
-the meter, and launching one process per computation.
+"""The `logwheel run` process: its lifetime (the runner), joining the group, one membership
+of it and its loop, the task manager and tasks, the committer's numbered steps, watermark
+channels, holds, injectors, the meter, and one process per computation under a supervisor.
 
 May import: `framework.state`, `framework.kafka`, `framework.core`, `framework.serde`.
 """

@@ -27,7 +27,7 @@ Refusal = Callable[[Message, ForgedRecord], None]
 
 
 class WatermarkChannels:
-    """Follows watermark channels (single-partition compacted topics) for one process and
+    """Follows watermark channels (single-partition compacted topics) with `consumer` and
     hands each published mark to the partitions that wait for it — once it passed the checks
     of framework/core/forgery.py: a mark that claims a time beyond `allowance_ms` ahead of
     wall time, an offset beyond the end of a partition of `counts` (topic -> partitions: the
@@ -36,7 +36,7 @@ class WatermarkChannels:
 
     def __init__(
         self,
-        config: dict,
+        consumer: Consumer,
         admin: AdminClient,
         *,
         allowance_ms: int = DEFAULT_ALLOWANCE_MS,
@@ -44,7 +44,7 @@ class WatermarkChannels:
         refuse: Refusal | None = None,
         wall: Callable[[], int] = now_ms,
     ) -> None:
-        self._consumer = Consumer(config)
+        self._consumer = consumer  # assigns the channels itself, in no group
         self._admin = admin
         self._topics: set[str] = set()
         self._latest: dict[str, tuple[Message, Mark]] = {}

@@ -3,7 +3,7 @@ TaskManager): created → restoring → running → closed.
 
 The rebalance callbacks only register what changed: an assigned partition starts at its
 committed offset and stays paused while its task's store is restored, a batch at a time, in
-the runner's loop (`step`); once restored, the task resumes its previous owner's watermark,
+the membership's loop (`step`); once restored, the task resumes its previous owner's watermark,
 claims its outputs' end offsets, and its partitions are resumed.
 """
 

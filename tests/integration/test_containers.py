@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from framework.streaming.launch import load_pipeline
+from framework.streaming.loading import load_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"

@@ -20,8 +20,7 @@ from framework.kafka.topics import create_topics
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.task_manager import TaskManager
 from tests.chaos import windows_job
-from tests.unit.streaming.fakes import FakeCollector
-from tests.unit.streaming.test_task_manager import FakeChannels, FakeRestorer
+from tests.unit.streaming.fakes import FakeChannels, FakeCollector, FakeRestorer
 
 
 def _open_transaction(kafka: str, topic: str, name: str) -> Producer:
@@ -51,7 +50,7 @@ def test_a_takeover_reads_its_previous_owners_mark_behind_another_process_s_tran
     mark = Mark("count/task/0", 2_000, False, {}, 1_000)
     _committed(kafka, channel, unique("owner"), [(b"count/task/0", encode_mark(mark))])
     admin = AdminClient(client_config(kafka))
-    channels = WatermarkChannels(consumer_config(kafka, reader=unique("reader")), admin)
+    channels = WatermarkChannels(Consumer(consumer_config(kafka, reader=unique("reader"))), admin)
     # the other process commits a little later: its commit, not the owner's, moves the end
     later = threading.Timer(2.0, other.commit_transaction, args=(30,))
     later.start()

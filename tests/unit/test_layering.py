@@ -45,7 +45,7 @@ def test_the_tree_keeps_every_layering_contract(tmp_path):
     [
         (
             "core/wrong_way.py",
-            "from framework.streaming import runner\n",
+            "from framework.streaming import membership\n",
             "Packages import only downward",
         ),
         (
@@ -66,7 +66,7 @@ def test_the_tree_keeps_every_layering_contract(tmp_path):
         ),
         (
             "streaming/meter.py",
-            "from framework.streaming import runner\n",
+            "from framework.streaming import membership\n",
             "No import cycles, between packages or within one",
         ),
     ],

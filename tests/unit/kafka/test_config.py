@@ -15,7 +15,7 @@ from framework.kafka.config import (
 )
 from framework.kafka.errors import Unreachable
 from framework.kafka.reading import watermark_offsets
-from framework.streaming.launch import kafka_settings, spark_settings
+from framework.streaming.loading import kafka_settings, spark_settings
 
 
 def test_a_transactional_producer_retries_a_refused_request_within_a_few_milliseconds():

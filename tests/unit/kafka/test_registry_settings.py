@@ -27,7 +27,7 @@ from framework.kafka.registry_settings import (
 from framework.kafka.schema_registry import Registry, RegistryError, subject_namer
 from framework.serde.codecs import default_schemas
 from framework.serde.confluent import WireFormat
-from framework.streaming.launch import registry_settings as from_file
+from framework.streaming.loading import registry_settings as from_file
 
 ORIGIN = "--config job.toml [registry]"
 SECRET = "s3cr3t-Pa55"

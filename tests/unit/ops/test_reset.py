@@ -7,7 +7,7 @@ import pytest
 
 from framework import Computation, Pipeline, PipelineError
 from framework.ops import reset as reset_module
-from framework.streaming.startup import lock_state_dir
+from framework.streaming.state_dir import lock_state_dir
 
 
 class Noop(Computation):

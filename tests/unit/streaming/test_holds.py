@@ -17,7 +17,7 @@ from framework.core.timers import decode_timer
 from framework.kafka.output import Runtime
 from framework.kafka.schema_registry import RegistryUnavailable
 from framework.state.store import TaskStore
-from framework.streaming import runner
+from framework.streaming import membership
 from framework.streaming.holds import Holds, backoff
 from framework.streaming.task import KeyedTask
 from tests.unit.streaming.fakes import FakeCollector, FakeConsumer
@@ -99,7 +99,7 @@ def test_a_held_partition_waits_at_its_record_and_goes_on_once_the_registry_answ
         _msg("other", 3, "o1"),
         _msg("in", 8, "v1c"),  # a later run of the held partition: read again after it
     ]
-    runner._handle_runs(batch, routes, holds)
+    membership._handle_runs(batch, routes, holds)
     assert SEEN == ["v1a", "o1"]  # nothing after the held record, the other partition flows
     assert (main.position, other.position) == (6, 4)
     assert consumer.paused == {("in", 0)} and consumer.calls == [("seek", ("in", 0, 6))]
@@ -114,7 +114,7 @@ def test_a_held_partition_waits_at_its_record_and_goes_on_once_the_registry_answ
     clock.now += 0.1
     holds.step(routes)
     assert consumer.paused == set()
-    runner._handle_runs(batch[1:3], routes, holds)  # read again: still away
+    membership._handle_runs(batch[1:3], routes, holds)  # read again: still away
     assert consumer.paused == {("in", 0)} and main.position == 6
     clock.now += 0.9
     holds.step(routes)
@@ -122,7 +122,7 @@ def test_a_held_partition_waits_at_its_record_and_goes_on_once_the_registry_answ
     clock.now += 0.1
     holds.step(routes)
     down.clear()  # the registry answers
-    runner._handle_runs([batch[1], batch[2], batch[4]], routes, holds)
+    membership._handle_runs([batch[1], batch[2], batch[4]], routes, holds)
     holds.step(routes)
     assert SEEN == ["v1a", "o1", "v2", "v1b", "v1c"]  # each once, in order
     assert main.position == 9 and ("in", 0) not in holds and main.frozen is None
@@ -138,7 +138,7 @@ def test_a_route_rebuilt_after_an_aborted_commit_ends_the_hold(tmp_path):
     consumer = FakeConsumer()
     holds = Holds(task.rt.spec, consumer, Clock())
     main = task.inputs[0]
-    runner._handle_runs([_msg("in", 6, "v2")], {("in", 0): (task, main)}, holds)
+    membership._handle_runs([_msg("in", 6, "v2")], {("in", 0): (task, main)}, holds)
     assert ("in", 0) in holds
     rebuilt = _task(tmp_path / "again", {"v2"}).inputs[0]  # the rewind's new task
     holds.step({("in", 0): (task, rebuilt)})
@@ -153,7 +153,7 @@ def test_a_hook_that_meets_the_registry_away_holds_at_its_record_after_the_ones_
     consumer = FakeConsumer()
     holds = Holds(task.rt.spec, consumer, Clock())
     batch = [_msg("in", 5, "v1a"), _msg("in", 6, "v2"), _msg("in", 7, "v1b")]
-    runner._handle_runs(batch, {("in", 0): (task, main)}, holds)
+    membership._handle_runs(batch, {("in", 0): (task, main)}, holds)
     # v1a is handled (its effects stay in the open transaction): read again, it would count twice
     assert SEEN == ["v1a"] and main.position == 6
     assert consumer.calls == [("seek", ("in", 0, 6))]

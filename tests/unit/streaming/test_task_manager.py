@@ -15,46 +15,13 @@ from framework.state.store import TaskStore
 from framework.streaming.task import KeyedTask
 from framework.streaming.task_manager import TaskManager
 from jobs.wordcount import build
-from tests.unit.streaming.fakes import FakeAdmin, FakeCollector, FakeConsumer
-
-
-class FakeRestorer:
-    def __init__(self):
-        self.added: dict[int, object] = {}
-        self.removed: list[int] = []
-        self.done: list[int] = []
-
-    def add(self, partition, store, standby=False):
-        self.added[partition] = store
-
-    def remove(self, partition):
-        self.removed.append(partition)
-        self.added.pop(partition, None)
-
-    def restoring(self):
-        return bool(self.added)
-
-    def busy(self):
-        return bool(self.added)
-
-    def step(self, timeout=0.0):
-        done = [(p, self.added.pop(p)) for p in self.done if p in self.added]
-        self.done = []
-        return done
-
-
-class FakeChannels:
-    def catch_up(self):
-        pass
-
-    def latest(self, channel, producer):
-        return None
-
-    def listen(self, channels, published):
-        pass
-
-    def forget(self, published):
-        pass
+from tests.unit.streaming.fakes import (
+    FakeAdmin,
+    FakeChannels,
+    FakeCollector,
+    FakeConsumer,
+    FakeRestorer,
+)
 
 
 def manager(tmp_path, committed=None):

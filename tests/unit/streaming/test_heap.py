@@ -1,7 +1,7 @@
 import gc
 import weakref
 
-from framework.streaming.release import release_memory
+from framework.streaming.heap import trim_heap
 
 
 class _Client:
@@ -16,7 +16,7 @@ def test_a_membership_held_only_by_its_own_cycle_is_freed_at_once():
         gone = weakref.ref(client)
         del client
         assert gone() is not None
-        release_memory()
+        trim_heap()
         assert gone() is None
     finally:
         gc.enable()

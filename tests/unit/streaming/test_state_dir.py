@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from framework.core.pipeline import PipelineError
-from framework.streaming.startup import instance_id, lock_state_dir
+from framework.streaming.state_dir import instance_id, lock_state_dir
 
 
 def test_a_second_process_on_one_state_dir_is_refused_with_the_fix(tmp_path):

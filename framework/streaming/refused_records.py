@@ -26,24 +26,24 @@ log = logging.getLogger(__name__)
 Routes = dict[tuple[str, int], tuple[Task, InputPartition]]
 
 
-class Isolation:
-    """The refused-record search of one membership."""
+class RefusedRecords:
+    """The search for a record whose output the broker refuses, in one membership."""
 
     def __init__(self, runtime: Runtime, admin: AdminClient) -> None:
         self.rt = runtime
         self.collector: Collector = runtime.collector
         self.admin = admin
         self.refusals = 0  # consecutive commits the broker refused for a record's content
-        self.isolating = False  # one input record per commit, to find the one refused
+        self.searching = False  # one input record per commit, to find the one refused
         self.handled: list[tuple[str, int, int]] = []  # input records since the last commit
 
     @property
     def active(self) -> bool:
         """Whether records go through `handle` (one at a time) instead of in runs."""
-        return self.isolating or bool(self.collector.poisoned)
+        return self.searching or bool(self.collector.poisoned)
 
     def handle(self, msgs: list[Message], routes: Routes, holds: Holds) -> None:
-        """Each record's position is kept, and an isolated one is dead-lettered instead of
+        """Each record's position is kept, and one found refused is dead-lettered instead of
         run (one held for a service that does not answer is read again later)."""
         poisoned = self.collector.poisoned
         for msg in msgs:
@@ -67,21 +67,21 @@ class Isolation:
         handled, self.handled = self.handled, []
         if ok:
             self.refusals = 0
-            self.isolating = self.isolating and bool(handled)
+            self.searching = self.searching and bool(handled)
         elif refusal is not None:
             self._refused(handled, f"the broker refused its output: {refusal.str()}")
 
     def _refused(self, handled: list[tuple[str, int, int]], reason: str) -> None:
         group = self.rt.spec.group
         self.refusals += 1
-        if self.isolating and len(handled) == 1:
+        if self.searching and len(handled) == 1:
             self.collector.poisoned[handled[0]] = reason
-            log.warning("%s: isolated the record at %s: %s", group, handled[0], reason)
+            log.warning("%s: found the refused record at %s: %s", group, handled[0], reason)
         elif self.refusals == 1:
             limits = self.collector.limits
             self.collector.limits = read_limits(
                 self.admin, limits.limits, limits.producer_max_bytes
             )
         else:
-            self.isolating = True
+            self.searching = True
             log.warning("%s: %s; re-running one record per commit", group, reason)

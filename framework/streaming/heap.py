@@ -1,4 +1,5 @@
-"""Giving back what a group membership left behind when it ends (a rejoin after a fault).
+"""Giving the heap back to the system after a group membership ends (a rejoin after a fault):
+the ended membership's cycles collected, and glibc's free pages trimmed.
 
 Measured with one windowed `count` process (the soak's job) on one broker, driven through
 SIGSTOPs past its session and peers started and killed, its figures dumped after each (issue
@@ -31,7 +32,7 @@ def _malloc_trim():
 _TRIM = _malloc_trim()
 
 
-def release_memory() -> None:
+def trim_heap() -> None:
     """Free what an ended membership still holds: its cycles now, and the heap's free pages."""
     gc.collect()
     if _TRIM is not None:

@@ -1,0 +1,306 @@
+"""One membership of a computation's consumer group and the loop that runs it (Kafka Streams'
+StreamThread.runOnce): poll, hand each run of records to its task, fire timers and commit —
+one Kafka transaction per commit holding productions, journals, marks and input offsets
+(invariant 1) — until the process stops or the membership ends.
+
+The rebalance callbacks only register what changed (Kafka Streams' rule: never restore in a
+callback); the task manager restores inside the loop. A revocation commits first, a loss does
+not — the partitions are someone else's already, and the transaction would be fenced.
+
+The clients are made by `framework.streaming.join`; a membership runs on whatever it is
+handed, so a unit test runs the loop with stand-ins (tests/unit/streaming/fakes.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from framework.core.metrics import REBALANCES
+from framework.errors import ForgedRecord, Rejoin, Retry
+from framework.kafka.errors import group_event, reaching_kafka
+from framework.kafka.output import Runtime
+from framework.state.restore import Restorer
+from framework.state.tables import Tables
+from framework.streaming.channels import WatermarkChannels
+from framework.streaming.committer import Committer
+from framework.streaming.holds import Holds
+from framework.streaming.meter import Meter
+from framework.streaming.refused_records import RefusedRecords
+from framework.streaming.task import InputPartition, Task
+from framework.streaming.task_manager import TaskManager
+
+log = logging.getLogger(__name__)
+
+DEFAULT_COMMIT_INTERVAL_MS = 1000
+"""How long a runner working off a backlog goes between commits. A runner whose input is
+drained commits at once, so this bounds output latency only under a backlog; each commit costs
+a transaction and one changelog record per changed key, so committing ten times a second (Kafka
+Streams' 100 ms) rewrote a third of a Zipf-keyed input's keys each time (CountWords: 5% more CPU
+per record). Quix Streams commits every 5 s, Faust every 2.8 s. The dirty documents a second
+holds (one per record when every record is a new key) stay cached until the commit, beside the
+clean ones the cache evicts (framework.core.keyed_state)."""
+
+IDLE_POLL_MAX_S = 0.25
+"""The longest an idle runner sleeps in one poll. Each wake-up costs about 0.2 ms of CPU (the
+loop's round: channels, positions, ticks, marks), so 4 a second keep an idle process far under
+0.5% of a core, while a mark of another process, or a live source's clock-driven watermark,
+waits at most this long to be seen."""
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How often the loop commits and how long it waits for records."""
+
+    commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_MS / 1000
+    max_batch: int = 1000  # records one round takes at most
+    idle_poll_s: float = 0.02  # an idle round's first wait, doubled each quiet round after
+
+
+class Membership:
+    """One membership of the consumer group: its loop, the flags the loop and the rebalance
+    callbacks share, the commit of what its tasks did, and leaving."""
+
+    def __init__(
+        self,
+        rt: Runtime,
+        *,
+        consumer: Consumer,
+        committer: Committer,
+        tasks: TaskManager,
+        channels: WatermarkChannels,
+        restorer: Restorer,
+        tables: Tables | None,
+        refused_records: RefusedRecords,
+        holds: Holds,
+        meter: Meter,
+        pace: Pace = Pace(),  # noqa: B008 - frozen
+    ) -> None:
+        self._rt, self._spec, self._collector = rt, rt.spec, rt.collector
+        self._consumer = consumer
+        self._committer = committer
+        self._tasks = tasks
+        self._channels = channels
+        self._restorer = restorer
+        self._tables = tables
+        self._keyed = set(rt.spec.keyed_topics)  # the topics a table's partition follows
+        self._refused_records = refused_records
+        self._holds = holds
+        self._meter = meter
+        self._pace = pace
+        self._idle_max_s = max(IDLE_POLL_MAX_S, pace.idle_poll_s)
+        self._dirty = False  # something to commit
+        self._lost = False
+        self._rewind = False  # an aborted commit: re-run from the last committed state
+        self._failure: BaseException | None = None  # met in a rebalance callback
+        consumer.subscribe(
+            self._spec.consumed_topics,
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
+        )
+
+    def run(self, stop: threading.Event) -> None:
+        """Run the loop until `stop` is set, then leave the group cleanly: a last commit, and
+        what is in flight delivered. Any other end leaves at once, uncommitted, and raises:
+        `Rejoin` or `Retry` when a new membership can go on from the last commit (partitions
+        lost, a fenced producer, the cluster out of reach)."""
+        try:
+            with reaching_kafka():
+                self._loop(stop)
+        except BaseException:
+            self._leave(clean=False)
+            raise
+        self._leave(clean=True)
+
+    def dead_letter_forged(self, msg: Message, forged: ForgedRecord) -> None:
+        """A forged mark or timer entry (the channels' and the restorer's refusal): dead-lettered
+        in the next commit."""
+        self._rt.dead_letter(msg, forged, forged.stage)
+        self._dirty = True
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def _loop(self, stop: threading.Event) -> None:
+        """Poll, hand records to their tasks, fire timers, commit: until `stop` or the end of
+        the membership. Commits as soon as the input is drained (a light input: each commit
+        follows the last one at once), else every commit interval (a backlog)."""
+        consumer, channels, tasks = self._consumer, self._channels, self._tasks
+        committer, refused, holds = self._committer, self._refused_records, self._holds
+        meter, collector, routes = self._meter, self._collector, tasks.routes
+        interval, batch, quiet = self._pace.commit_interval_s, self._pace.max_batch, 0
+        while not stop.is_set():
+            max_batch = 1 if refused.searching else batch
+            if self._dirty or tasks.restoring:
+                msgs = consumer.consume(max_batch, 0)
+            else:  # consume() would sit out its whole timeout; poll() returns at the first
+                first = consumer.poll(self._idle_timeout(tasks.running(), quiet))
+                msgs = [] if first is None else [first, *consumer.consume(max_batch - 1, 0)]
+            self._raise_failure()
+            if self._lost:  # in a callback inside that call: nothing more may commit
+                raise Rejoin("partitions were lost (session timed out?)")
+            heard = channels.poll()
+            if self._rewind:  # a commit was aborted, perhaps in a callback inside consume
+                self._rewind = False
+                tasks.rewind()
+                continue
+            if self._tables is not None:
+                self._sync_tables(msgs)
+            if refused.active:
+                refused.handle(msgs, routes, holds)
+            else:
+                _handle_runs(msgs, routes, holds)
+            tasks.step()
+            holds.step(routes)
+            if msgs:
+                self._dirty = True
+            elif routes:
+                heard += tasks.catch_up_positions()
+            for task in tasks.running():
+                if task.tick():
+                    self._dirty = True
+            if not self._dirty and committer.marks_moved(tasks.running()):
+                # news (a mark heard, a position moved) goes out at once; a mark that moved
+                # with the clock alone (a live source's) once a commit interval
+                self._dirty = bool(heard) or time.monotonic() - committer.last_commit >= interval
+            collector.poll()
+            if time.monotonic() - meter.reported >= 1:
+                meter.report(tasks.running(), tasks.inputs())
+            busy = msgs or heard or self._dirty or tasks.restoring or tasks.waiting
+            quiet = 0 if busy else quiet + 1
+            if self._dirty and (
+                len(msgs) < max_batch
+                or refused.searching
+                or time.monotonic() - committer.last_commit >= interval
+            ):
+                self._commit()
+
+    def _sync_tables(self, msgs: list[Message]) -> None:
+        """Tables first: read them at least to where they end now, for the tasks about to
+        process records (a record never meets a table older than when it was read)."""
+        keyed, routes = self._keyed, self._tasks.routes
+        self._tables.sync(
+            {
+                m.partition()
+                for m in msgs
+                if m.topic() in keyed and (m.topic(), m.partition()) in routes
+            }
+        )
+        self._tables.step()
+
+    def _idle_timeout(self, running: list[Task], quiet: int) -> float:
+        """How long an idle poll may wait: `idle_poll_s`, doubled for each quiet round up to
+        `IDLE_POLL_MAX_S`, and never past the next processing-time timer. Records wake the
+        poll at once; what else an idle process waits for (watermark marks, a live source's
+        watermark, rebalances) is seen within that long."""
+        timeout = min(self._pace.idle_poll_s * 2 ** min(quiet, 8), self._idle_max_s)
+        now = time.time()
+        for task in running:
+            nxt = getattr(task, "executor", None) and task.executor.next_processing_timer()
+            if nxt is not None:
+                timeout = min(timeout, max(0.0, nxt / 1000 - now))
+        return timeout
+
+    def _commit(self) -> None:
+        """Commit what the tasks did since the last commit; an aborted commit rewinds them."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        committed = self._committer.commit(self._tasks.running(), self._tasks.inputs())
+        self._refused_records.committed(committed, self._committer.refusal)
+        if not committed:
+            self._rewind = True
+
+    # -- rebalance callbacks: register, never restore --------------------------------------
+    # An exception must not leave a callback through the client: confluent-kafka keeps it
+    # in C across the call it re-raises from (confluentinc/confluent-kafka-python#729), and
+    # measured here it then held a whole ended membership alive (clients, threads, open
+    # stores). The callback keeps it; `_raise_failure` raises it after the client returns.
+
+    def _on_assign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        with self._kept():
+            if tps:
+                REBALANCES.labels(self._spec.name, "assigned").inc()
+                self._tasks.assigned(tps)
+
+    def _on_revoke(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        with self._kept():
+            if not self._lost:
+                self._commit()
+            if tps:
+                REBALANCES.labels(self._spec.name, "revoked").inc()
+            self._tasks.revoked(tps)
+
+    def _on_lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        with self._kept():
+            self._lost = True
+            REBALANCES.labels(self._spec.name, "lost").inc()
+            self._tasks.revoked(tps)
+
+    @contextmanager
+    def _kept(self) -> Iterator[None]:
+        try:
+            yield
+        except BaseException as error:  # noqa: BLE001 - raised again by `_raise_failure`
+            self._failure = self._failure or error
+
+    def _raise_failure(self) -> None:
+        """Raise what a rebalance callback met during the last client call, if anything."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    def _leave(self, clean: bool) -> None:
+        """Leave the group; a clean leave commits first and delivers what is in flight, an
+        unclean one aborts and leaves the producer alone: what it holds is either in the
+        aborted transaction or produced again after the rejoin, and the delivery reports of
+        a fenced producer's flush can fail inside confluent-kafka (SystemError in the
+        callback), which ended the process."""
+        if not clean:
+            self._lost = True  # no commit from the revocation the close triggers
+            self._committer.abandon()
+        try:
+            self._consumer.close()
+            self._raise_failure()
+        except (KafkaException, KafkaError, RuntimeError, Rejoin, Retry) as error:
+            log.warning("%s: closing the consumer: %s", self._spec.group, error)
+        finally:  # the stores, whatever happened: the next membership opens them again
+            self._tasks.close()
+        self._channels.close()
+        self._restorer.consumer.close()
+        self._committer.close()
+        if clean:
+            self._collector.producer.flush(10)
+
+
+def _handle_runs(
+    msgs: list[Message], routes: dict[tuple[str, int], tuple[Task, InputPartition]], holds: Holds
+) -> None:
+    """Hand each run of consecutive records of one partition (what a fetch returns) to its
+    task at once: the routing is paid per run, not per record. The records of a partition
+    held at an earlier one are read again after its resume."""
+    start, n = 0, len(msgs)
+    while start < n:
+        first = msgs[start]
+        err = first.error()
+        if err is not None:
+            group_event(err)
+            start += 1
+            continue
+        topic, partition = first.topic(), first.partition()
+        end = start + 1
+        while end < n:
+            msg = msgs[end]
+            if msg.partition() != partition or msg.topic() != topic or msg.error() is not None:
+                break
+            end += 1
+        route = routes.get((topic, partition))
+        if route is not None and not route[1].paused:
+            holds.run(route[0], route[1], msgs[start:end] if start or end < n else msgs)
+        start = end
