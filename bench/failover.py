@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from bench import common  # noqa: E402
-from framework.kafka.reading import watermark_offsets  # noqa: E402
+from framework.kafka.topic_ends import watermark_offsets  # noqa: E402
 from tests.support import Job, wait_for  # noqa: E402
 
 QUICK_ARGS = ["--quick"]

@@ -28,9 +28,9 @@ from rich.progress import Progress
 from changelog.store import MemoryRows, RocksRows
 from framework.errors import Retry
 from framework.kafka.config import consumer_config
-from framework.kafka.reading import Ends, read_to_end, records
 from framework.kafka.registry_settings import at_url
-from framework.kafka.serdes import any_decoder
+from framework.kafka.stream_codecs import any_decoder
+from framework.kafka.topic_ends import Ends, read_to_end, records
 
 __all__ = ["ChangelogTable"]
 
@@ -57,7 +57,7 @@ class ChangelogTable:
     ) -> None:
         """`registry`: the Schema Registry of wire-format values (else
         `LOGWHEEL_SCHEMA_REGISTRY`; without one, only logwheel's own encodings and JSON);
-        one that does not answer is a `RegistryError` naming its URL."""
+        one that does not answer is a `RegistryConfigurationError` naming its URL."""
         self.topic = topic
         decode = any_decoder(at_url(registry), topic)
         self._rows = MemoryRows(decode) if path is None else RocksRows(Path(path), decode)

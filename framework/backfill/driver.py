@@ -74,7 +74,7 @@ from framework.core.watermarks import Mark, encode_mark, naming_all, task_produc
 from framework.kafka.config import client_config, consumer_config, producer_config
 from framework.kafka.groups import commit_metadata, refuse_live_members
 from framework.kafka.registry_settings import RegistrySettings, resolve
-from framework.kafka.serdes import check_registry
+from framework.kafka.stream_codecs import check_registry
 from framework.kafka.topics import ensure_topics
 
 log = logging.getLogger(__name__)

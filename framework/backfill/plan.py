@@ -33,7 +33,7 @@ from framework.core.watermarks import (
     task_producer,
 )
 from framework.kafka.config import consumer_config, producer_config, reader_group
-from framework.kafka.reading import Ends, offset_at, parse_point, read_to_end
+from framework.kafka.topic_ends import Ends, offset_at, parse_point, read_to_end
 from framework.kafka.topics import COMPACT, TopicSpec
 
 PLAN_KEY = "plan"

@@ -39,9 +39,9 @@ from framework.kafka.config import producer_config
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import Runtime, TaskOutput
 from framework.kafka.partitioning import key_partition
-from framework.kafka.records import decode_record as kafka_record
+from framework.kafka.record_decoding import decode_record as kafka_record
 from framework.kafka.registry_settings import RegistrySettings
-from framework.kafka.serdes import stream_decoder
+from framework.kafka.stream_codecs import stream_decoder
 
 STATE, TIMER, IDS, RECORD, BAD = 0, 1, 2, 3, 4
 """Kinds of rows a task receives, in the order it sorts them (IDS: one id of a segment of the

@@ -31,7 +31,7 @@ from mmh3 import hash_bytes
 
 from framework.core.api import MIN_TIME, Record
 from framework.core.bloom import SLICES, Generations, Probes, item_hash, probes_of
-from framework.core.streams import PipelineError
+from framework.core.declarations import PipelineError
 from framework.serde.codecs import decode_json, decoder_for, encode_json, encoder_for
 
 SEGMENT_IDS = 1_000

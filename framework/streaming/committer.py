@@ -18,7 +18,7 @@ from framework.core.metrics import ABORTS, COMMIT_SECONDS, COMMITS
 from framework.core.pipeline import ComputationSpec
 from framework.core.watermarks import encode_mark
 from framework.errors import Rejoin
-from framework.kafka.bounded import BoundedCalls
+from framework.kafka.bounded_calls import BoundedCalls
 from framework.kafka.collector import DATA_FAULTS, Collector
 from framework.kafka.groups import commit_metadata
 from framework.streaming.task import InputPartition, Task

@@ -22,7 +22,7 @@ from framework.core.pipeline import Pipeline, PipelineError
 from framework.errors import Rejoin, Retry
 from framework.kafka.errors import group_event, reaching_kafka
 from framework.kafka.registry_settings import RegistrySettings
-from framework.kafka.serdes import check_registry
+from framework.kafka.stream_codecs import check_registry
 from framework.kafka.topics import create_part_topics
 from framework.streaming.holds import Holds
 from framework.streaming.member import Member, describe_timeout

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from framework.kafka.bounded import BoundedCalls
+from framework.kafka.bounded_calls import BoundedCalls
 
 
 def _threads(name: str) -> list[threading.Thread]:
