@@ -28,6 +28,7 @@ from fastavro import schemaless_reader
 from fastavro.schema import parse_schema
 
 from framework.serde.codecs import DecodeError, Decoder, Encoder, Schemas, avro_encoder
+from framework.serde.schemas import self_contained
 
 MAGIC = 0
 """The first byte of every value in the wire format."""
@@ -35,7 +36,6 @@ MAGIC = 0
 HEADER_SIZE = 5
 """Magic byte plus the 4-byte schema id."""
 
-_NAMED_TYPES = ("record", "error", "enum", "fixed")
 _SENTINEL = b"\x00"
 
 
@@ -100,27 +100,7 @@ def registered_form(schema: Any, named: Mapping[str, Any]) -> str:
     """A parsed schema as the JSON a registry keeps: self-contained (named types defined in
     other files inlined at their first use), docs, defaults and aliases kept — the registry
     checks compatibility with them, which the Parsing Canonical Form would strip."""
-    return json.dumps(_expand(schema, named, set()), separators=(",", ":"))
-
-
-def _expand(schema: Any, named: Mapping[str, Any], seen: set[str]) -> Any:
-    if isinstance(schema, str):
-        if schema in named and schema not in seen:
-            return _expand(named[schema], named, seen)
-        return schema
-    if isinstance(schema, list):
-        return [_expand(branch, named, seen) for branch in schema]
-    kind = schema["type"]
-    out = {k: v for k, v in schema.items() if not k.startswith("__")}
-    if kind in _NAMED_TYPES:
-        seen.add(schema["name"])
-    if kind in ("record", "error"):
-        out["fields"] = [{**f, "type": _expand(f["type"], named, seen)} for f in schema["fields"]]
-    elif kind == "array":
-        out["items"] = _expand(schema["items"], named, seen)
-    elif kind == "map":
-        out["values"] = _expand(schema["values"], named, seen)
-    return out
+    return json.dumps(self_contained(schema, named), separators=(",", ":"))
 
 
 class WireFormat:
