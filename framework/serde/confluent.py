@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from fastavro import schemaless_reader
 from fastavro.schema import parse_schema
 
+from framework.errors import ConfigurationError
 from framework.serde.codecs import DecodeError, Decoder, Encoder, Schemas, avro_encoder
 from framework.serde.schemas import self_contained
 
@@ -39,9 +40,10 @@ HEADER_SIZE = 5
 _SENTINEL = b"\x00"
 
 
-class UnknownSchemaId(LookupError):
-    """The registry has no schema with this id (a `SchemaSource` raises it; the decoder turns
-    it into a dead letter, never a retry: the id will not appear later)."""
+class UnknownSchemaId(DecodeError, LookupError):
+    """The registry has no schema with this id (a `SchemaSource` raises it): a record that
+    names it is a dead letter, never a retry, since the id will not appear later (the decoder
+    says so with the topic and the registry's URL)."""
 
     def __init__(self, schema_id: int) -> None:
         super().__init__(f"no schema with id {schema_id} in the registry")
@@ -71,7 +73,10 @@ def frame(schema_id: int, body: bytes) -> bytes:
 def header(schema_id: int) -> bytes:
     """The 5-byte header of values written with schema `schema_id`."""
     if not 0 <= schema_id < 2**31:
-        raise ValueError(f"schema id {schema_id} does not fit the wire format's 4 signed bytes")
+        raise ConfigurationError(
+            f"schema id {schema_id} does not fit the wire format's 4 signed bytes: no Confluent "
+            "reader could read it; the registry that gave it is not one a client can use"
+        )
     return bytes([MAGIC]) + schema_id.to_bytes(4, "big")
 
 
