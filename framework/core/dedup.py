@@ -74,7 +74,7 @@ class Dedup:
         if type(rid) is str and rid:
             return rid
         if rid is None or rid == "":
-            raise BadRecord("dedup", "the record has no id to deduplicate on")
+            raise BadRecord("dedup", "no record id: the record has none to deduplicate on")
         return str(rid)
 
 
