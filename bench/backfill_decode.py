@@ -2,7 +2,7 @@
 decodes in its Python tasks rather than with Spark's `from_avro` (issue 22, item 4). Two
 measurements, one run each:
 
-1. CPU µs per record of the executor's Python decode path (`kafka.records.decode_record`,
+1. CPU µs per record of the executor's Python decode path (`kafka.record_decoding.decode_record`,
    what `backfill.task` calls for every input row) over the same values in the wire format
    and in Avro single-object encoding (one in-process `mock://` registry, cached after the
    first id as a real registry's client is).
@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.wire_codecs import MockSource  # noqa: E402
-from framework.kafka.records import decode_record  # noqa: E402
+from framework.kafka.record_decoding import decode_record  # noqa: E402
 from framework.serde.codecs import default_schemas  # noqa: E402
 from framework.serde.confluent import WireFormat  # noqa: E402
 

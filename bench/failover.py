@@ -32,7 +32,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from bench import common, throughput, verify  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
-from framework.kafka.reading import watermark_offsets  # noqa: E402
+from framework.kafka.topic_ends import watermark_offsets  # noqa: E402
 from tests.support import Job, wait_for  # noqa: E402
 
 QUICK_ARGS = ["--quick"]

@@ -28,8 +28,8 @@ from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
 from bench import common, throughput, verify  # noqa: E402
-from framework.kafka.reading import end_offsets as topic_ends  # noqa: E402
-from framework.kafka.reading import watermark_offsets  # noqa: E402
+from framework.kafka.topic_ends import end_offsets as topic_ends  # noqa: E402
+from framework.kafka.topic_ends import watermark_offsets  # noqa: E402
 from framework.kafka.topics import pipeline_topics  # noqa: E402
 from tests.support import Wordcount  # noqa: E402
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
-from framework.kafka.reading import Ends, read_to_end
+from framework.kafka.topic_ends import Ends, read_to_end
 from tests.support import unique_name
 
 COUNTS = ("missing", "unexpected", "duplicated", "late")

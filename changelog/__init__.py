@@ -26,11 +26,12 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from rich.progress import Progress
 
 from changelog.store import MemoryRows, RocksRows
-from framework.errors import Retry
+from framework.errors import ConfigurationError, Retry
 from framework.kafka.config import consumer_config
-from framework.kafka.reading import Ends, read_to_end, records
+from framework.kafka.errors import reaching_kafka
 from framework.kafka.registry_settings import at_url
-from framework.kafka.serdes import any_decoder
+from framework.kafka.stream_codecs import any_decoder
+from framework.kafka.topic_ends import Ends, read_to_end, records
 
 __all__ = ["ChangelogTable"]
 
@@ -57,15 +58,25 @@ class ChangelogTable:
     ) -> None:
         """`registry`: the Schema Registry of wire-format values (else
         `LOGWHEEL_SCHEMA_REGISTRY`; without one, only logwheel's own encodings and JSON);
-        one that does not answer is a `RegistryError` naming its URL."""
+        one that does not answer is a `RegistryConfigurationError` naming its URL. A topic that
+        does not exist is a `ConfigurationError` (a `ValueError`) naming it; a cluster that does
+        not answer, an `Unreachable` (a `Retry`)."""
         self.topic = topic
         decode = any_decoder(at_url(registry), topic)
         self._rows = MemoryRows(decode) if path is None else RocksRows(Path(path), decode)
         self._consumer = Consumer(consumer_config(bootstrap, extra=kafka))
-        meta = self._consumer.list_topics(topic, timeout=30).topics[topic]
+        try:
+            with reaching_kafka():
+                meta = self._consumer.list_topics(topic, timeout=30).topics[topic]
+        except Exception:
+            self.close()
+            raise
         if meta.error is not None:
             self.close()
-            raise ValueError(f"no changelog topic {topic!r}: {meta.error.str()}")
+            raise ConfigurationError(
+                f"no changelog topic {topic!r} at {bootstrap} ({meta.error.str()}): check its "
+                "name (<pipeline>.<computation>.changelog) and --bootstrap"
+            )
         self._partitions = sorted(meta.partitions)
         start = self._rows.positions
         self._consumer.assign(

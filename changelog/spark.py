@@ -13,7 +13,7 @@ from typing import Any
 
 from framework.backfill.session import kafka_source
 from framework.kafka.registry_settings import REGISTRY_ENV, at_url
-from framework.kafka.serdes import any_decoder
+from framework.kafka.stream_codecs import any_decoder
 
 
 def read_snapshot(

@@ -15,6 +15,9 @@ each kind names the reaction, so the code that catches it needs no case analysis
 - `TaskCorrupted`: a task's local store contradicts the log (a checkpoint beyond the
   changelog's end); wipe that store and restore it from the changelog.
 - `Fatal`: stop the process with the reason (`on_error="stop"` and unrecoverable errors).
+- `UsageError`: code calling logwheel's API in a way that cannot be right (a hook producing to
+  a stream it did not declare, a `Harness` driven backwards); the caller's code must change,
+  and the message says how. Raised in a hook, it fails that call like any error of the hook.
 - `BadRecord`: one record (or one hook call's output) cannot be processed; it goes to the
   dead-letter topic (or is skipped, by the computation's error policy) and the rest flows;
   `LateRecord`, one that came too late, follows the late policy instead; `FutureRecord` (a
@@ -63,6 +66,11 @@ class TaskCorrupted(LogwheelError):
 
 class Fatal(LogwheelError):
     """Stop the process; the message says why."""
+
+
+class UsageError(LogwheelError, ValueError):
+    """A call into logwheel's API that cannot be right; the message names the fix. A
+    `ValueError` too, as Python's own argument checks are."""
 
 
 class BadRecord(LogwheelError):

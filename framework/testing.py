@@ -21,7 +21,7 @@ from framework.core.keyed_state import MemoryStateBackend
 from framework.core.percentile import percentile_watermark
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.timers import MemoryTimerBackend
-from framework.errors import BadRecord
+from framework.errors import BadRecord, UsageError
 from framework.serde.codecs import decoder_for, encoder_for
 
 
@@ -119,7 +119,7 @@ class Harness:
         whatever is due after it."""
         inp = self._inputs.get(stream)
         if inp is None:
-            raise ValueError(
+            raise UsageError(
                 f"computation {self.spec.name!r} does not read {stream!r}; "
                 f"its inputs are {sorted(self._inputs)}"
             )
@@ -145,7 +145,7 @@ class Harness:
         """Put `value` (None: delete) under `key` in the declared table `name`, as an update
         of its changelog would; later hook calls see it."""
         if name not in self._tables:
-            raise ValueError(
+            raise UsageError(
                 f"computation {self.spec.name!r} declares no table {name!r}; "
                 f"its tables are {sorted(self._tables)}"
             )
@@ -172,18 +172,18 @@ class Harness:
         one bounds `output_watermark()`). Fires the due timers; returns how many fired."""
         if stream is None:
             if len(self._inputs) != 1:
-                raise ValueError(
+                raise UsageError(
                     f"computation {self.spec.name!r} reads {sorted(self._inputs)}: name the "
                     "input, set_partition_watermark(partition, ms, stream=...)"
                 )
             (stream,) = self._inputs
         elif stream not in self._inputs:
-            raise ValueError(
+            raise UsageError(
                 f"computation {self.spec.name!r} does not read {stream!r}; "
                 f"its inputs are {sorted(self._inputs)}"
             )
         if rate < 0:
-            raise ValueError(f"rate must be >= 0 records a second, got {rate}")
+            raise UsageError(f"rate must be >= 0 records a second, got {rate}")
         previous, _ = self._upstream.get((stream, partition), (ms, rate))
         self._upstream[(stream, partition)] = (max(ms, previous), rate)
         units = [(w, False, r) for w, r in self._upstream.values()]
@@ -197,7 +197,7 @@ class Harness:
     def advance_processing_time(self, ms: int) -> int:
         """Set the processing-time clock to `ms` and fire the due timers; returns how many."""
         if ms < self._now:
-            raise ValueError(f"processing time cannot go back from {self._now} to {ms}")
+            raise UsageError(f"processing time cannot go back from {self._now} to {ms}")
         self._now = ms
         fired = self.executor.fire_due()
         self._commit()
@@ -222,7 +222,7 @@ class Harness:
     def outputs(self, stream: str) -> list[Record]:
         """The records produced on `stream`, in production order."""
         if stream not in self._collector.outputs:
-            raise ValueError(
+            raise UsageError(
                 f"computation {self.spec.name!r} does not write {stream!r}; "
                 f"its outputs are {sorted(self._collector.outputs)}"
             )

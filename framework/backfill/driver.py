@@ -74,7 +74,7 @@ from framework.core.watermarks import Mark, encode_mark, naming_all, task_produc
 from framework.kafka.config import client_config, consumer_config, producer_config
 from framework.kafka.groups import commit_metadata, refuse_live_members
 from framework.kafka.registry_settings import RegistrySettings, resolve
-from framework.kafka.serdes import check_registry
+from framework.kafka.stream_codecs import check_registry
 from framework.kafka.topics import ensure_topics
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,13 @@ def backfill(
         if own_session:
             spark.stop()
     _log_timeline(spec.group, timeline, results, wall)
-    ran = [r for r in results if not r.get("skipped")]  # the others: an earlier run's
+    return summary_of(plan, results, time.monotonic() - began, resumed)
+
+
+def summary_of(plan: Plan, results: list[dict], seconds: float, resumed: bool) -> Summary:
+    """What the tasks' completion records add up to; a task an earlier run of the plan had
+    committed is counted as skipped, its records not again."""
+    ran = [r for r in results if not r.get("skipped")]
     return Summary(
         plan=plan.id,
         records_in=sum(r["records_in"] for r in ran),
@@ -182,7 +188,7 @@ def backfill(
         late=sum(r["late"] for r in ran),
         tasks=plan.tasks,
         skipped=len(results) - len(ran),
-        seconds=time.monotonic() - began,
+        seconds=seconds,
         resumed=resumed,
     )
 
@@ -324,11 +330,18 @@ class _Progress:
 # -- handing over ------------------------------------------------------------------------
 
 
-def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: str,
-            kafka: dict) -> None:  # fmt: skip
-    """In one transaction: a mark per key-space partition, the group's offsets at the end of
-    the range, the plan done and the task completions removed."""
-    _, previous = start_watermarks(bootstrap, spec, kafka)
+def hand_over_marks(
+    spec: ComputationSpec,
+    plan: Plan,
+    results: list[dict],
+    previous: dict[str, Mark],
+    counts: dict[str, int],
+) -> list[Mark]:
+    """The mark each key-space partition's streaming task would publish after the plan: its
+    input watermark the plan's end (never below its previous mark's), held back by the
+    earliest timer the tasks left pending; the last offset written to each output partition,
+    by this backfill or before it (`counts`: the outputs' partition counts). Watermarks never
+    go back: a mark is at least the one it replaces."""
     written: dict[tuple[str, int], int] = {}
     earliest: dict[int, int] = {}
     for result in results:
@@ -339,8 +352,6 @@ def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: s
             earliest[int(p)] = min(t, earliest.get(int(p), t))
     marks = []
     end = MIN_TIME if plan.end_watermark is None else plan.end_watermark
-    topics = AdminClient(client_config(bootstrap, kafka)).list_topics(timeout=30).topics
-    counts = {t: len(topics[t].partitions) for t in spec.outputs if t in topics}
     for p in range(spec.partitions):
         producer = task_producer(spec.name, p)
         prev: Mark | None = previous.get(producer)
@@ -354,7 +365,17 @@ def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: s
         offsets = naming_all(offsets, spec.outputs, counts)
         watermark = max(low, prev.watermark if prev else MIN_TIME)
         marks.append(Mark(producer, watermark, False, offsets, input_watermark))
+    return marks
 
+
+def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: str,
+            kafka: dict) -> None:  # fmt: skip
+    """In one transaction: a mark per key-space partition, the group's offsets at the end of
+    the range, the plan done and the task completions removed."""
+    _, previous = start_watermarks(bootstrap, spec, kafka)
+    topics = AdminClient(client_config(bootstrap, kafka)).list_topics(timeout=30).topics
+    counts = {t: len(topics[t].partitions) for t in spec.outputs if t in topics}
+    marks = hand_over_marks(spec, plan, results, previous, counts)
     config = producer_config(
         bootstrap, transactional_id=f"{spec.group}.backfill.{plan.id}.finish", extra=kafka
     )

@@ -33,7 +33,7 @@ from framework.core.watermarks import (
     task_producer,
 )
 from framework.kafka.config import consumer_config, producer_config, reader_group
-from framework.kafka.reading import Ends, offset_at, parse_point, read_to_end
+from framework.kafka.topic_ends import Ends, offset_at, parse_point, read_to_end
 from framework.kafka.topics import COMPACT, TopicSpec
 
 PLAN_KEY = "plan"
@@ -137,30 +137,30 @@ _STATUSES = ("running", "done")
 def _int(doc: dict, name: str, low: int = MIN_TIME, high: int = 2**63 - 1) -> int:
     value = doc[name]
     if type(value) is not int or not low <= value <= high:
-        raise ValueError(f"{name}={value!r} is not a whole number in [{low}, {high}]")
+        raise PlanError(f"{name}={value!r} is not a whole number in [{low}, {high}]")
     return value
 
 
 def _str(doc: dict, name: str) -> str:
     if type(doc[name]) is not str or not doc[name]:
-        raise ValueError(f"{name}={doc[name]!r} is not a name")
+        raise PlanError(f"{name}={doc[name]!r} is not a name")
     return doc[name]
 
 
 def _exactly(doc: object, names: set[str], what: str) -> dict:
     if not isinstance(doc, dict) or set(doc) - names or (names - _OPTIONAL_FIELDS) - set(doc):
-        raise ValueError(f"{what} has not exactly the fields {sorted(names)}")
+        raise PlanError(f"{what} has not exactly the fields {sorted(names)}")
     return doc
 
 
 def _per_partition(doc: dict, name: str, low: int, high: int) -> dict[int, int]:
     table = doc[name]
     if not isinstance(table, dict):
-        raise ValueError(f"{name} is not a table of partitions")
+        raise PlanError(f"{name} is not a table of partitions")
     out = {}
     for p in table:
         if not p.isdigit():
-            raise ValueError(f"{name} names partition {p!r}")
+            raise PlanError(f"{name} names partition {p!r}")
         out[int(p)] = _int(table, p, low, high)
     return out
 
@@ -168,13 +168,13 @@ def _per_partition(doc: dict, name: str, low: int, high: int) -> dict[int, int]:
 def _decoded_plan(raw: bytes, latest_time: int) -> Plan:
     doc = _exactly(json.loads(raw), _PLAN_FIELDS, "the plan")
     if not isinstance(doc["ranges"], list):
-        raise ValueError("ranges is not a list")
+        raise PlanError("ranges is not a list")
     ranges = []
     for r in doc["ranges"]:
         r = _exactly(r, _RANGE_FIELDS, "a range")
         start = _int(r, "start", 0)
         if type(r["keyed"]) is not bool:
-            raise ValueError(f"keyed={r['keyed']!r} is not true or false")
+            raise PlanError(f"keyed={r['keyed']!r} is not true or false")
         ranges.append(
             Range(
                 _str(r, "topic"),
@@ -187,7 +187,7 @@ def _decoded_plan(raw: bytes, latest_time: int) -> Plan:
         )
     end = None if doc["end_watermark"] is None else _int(doc, "end_watermark", high=latest_time)
     if doc["status"] not in _STATUSES:
-        raise ValueError(f"status={doc['status']!r}")
+        raise PlanError(f"status={doc['status']!r}")
     plan = Plan(
         computation=_str(doc, "computation"),
         ranges=tuple(ranges),
@@ -202,7 +202,7 @@ def _decoded_plan(raw: bytes, latest_time: int) -> Plan:
         status=doc["status"],
     )
     if "id" in doc and doc["id"] != plan.id:
-        raise ValueError(f"id {doc['id']!r} is not its ranges' ({plan.id})")
+        raise PlanError(f"id {doc['id']!r} is not its ranges' ({plan.id})")
     return plan
 
 

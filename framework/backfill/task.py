@@ -39,9 +39,9 @@ from framework.kafka.config import producer_config
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import Runtime, TaskOutput
 from framework.kafka.partitioning import key_partition
-from framework.kafka.records import decode_record as kafka_record
+from framework.kafka.record_decoding import decode_record as kafka_record
 from framework.kafka.registry_settings import RegistrySettings
-from framework.kafka.serdes import stream_decoder
+from framework.kafka.stream_codecs import stream_decoder
 
 STATE, TIMER, IDS, RECORD, BAD = 0, 1, 2, 3, 4
 """Kinds of rows a task receives, in the order it sorts them (IDS: one id of a segment of the
@@ -98,9 +98,9 @@ def decode_record(
     pipeline: Pipeline, registry: RegistrySettings | None, stream: str, key: bytes | None,
     value: bytes, timestamp: int, headers: Any, id_prefix: str, offset: int,
 ) -> Record:  # fmt: skip
-    """The record as the streaming side decodes it (`kafka.records.decode_record`), with the
-    stream's decoder (`kafka.serdes`, by the stream's format: the wire format's writer schemas
-    cached per id) made once per worker process."""
+    """The record as the streaming side decodes it (`kafka.record_decoding.decode_record`),
+    with the stream's decoder (`kafka.stream_codecs`, by the stream's format: the wire
+    format's writer schemas cached per id) made once per worker process."""
     decode = _decoders.get((pipeline.name, stream))
     if decode is None:
         decode = _decoders[(pipeline.name, stream)] = stream_decoder(pipeline, stream, registry)

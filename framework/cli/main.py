@@ -2,8 +2,9 @@
 
 Each command is a `register_*` function that adds its subparser and sets `func`, the function
 that runs it: `func(args) -> int` returns the exit code. A new command is one more register
-function in `COMMANDS`. Errors the user can fix (`USER_ERRORS`) are printed as one line
-`logwheel: ...` with exit code 1, without a traceback.
+function in `COMMANDS`. Errors the user can fix (`USER_ERRORS`: bad configuration, a reason
+to stop, a cluster or service that does not answer) are printed as one line `logwheel: ...`
+with exit code 1, without a traceback.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from framework.cli.jobs import (
 )
 from framework.cli.jvm import register_jars
 from framework.cli.registry import register_registry
-from framework.errors import ConfigurationError, Fatal
+from framework.errors import ConfigurationError, Fatal, Retry
 
-USER_ERRORS: tuple[type[Exception], ...] = (ConfigurationError, Fatal)
+USER_ERRORS: tuple[type[Exception], ...] = (ConfigurationError, Fatal, Retry)
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_broker,
     register_registry,
@@ -57,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `logwheel` console script."""
-    args = build_parser().parse_args(argv)
-    try:
+    try:  # building the parser reads defaults from the environment, which may be wrong
+        args = build_parser().parse_args(argv)
         return args.func(args)
     except USER_ERRORS as err:
         print(f"logwheel: {err}", file=sys.stderr)

@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from framework.errors import ConfigurationError
+
 
 def add_bootstrap(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -27,7 +29,7 @@ def env_int(name: str) -> int | None:
     try:
         return int(value)
     except ValueError:
-        raise SystemExit(f"logwheel: {name}={value!r}: give a port number") from None
+        raise ConfigurationError(f"{name}={value!r}: give a port number") from None
 
 
 def confirmed(question: str, *, yes: bool, unattended: bool) -> bool:

@@ -25,7 +25,7 @@ import mmh3
 from framework.core.api import DOMAINS, EVENT, Record, Timer
 from framework.core.keyed_state import KeyedState
 from framework.core.timers import TimerService
-from framework.errors import BadRecord
+from framework.errors import BadRecord, UsageError
 
 
 class Output(Protocol):
@@ -187,7 +187,7 @@ class KeyedContext:
         """Emit `value` on `stream` once the hook returns; key and timestamp default to the
         key being processed and the input's timestamp (the timer's time in process_timer)."""
         if stream not in self._outputs:
-            raise ValueError(
+            raise UsageError(
                 f"computation {self._name!r} produced to {stream!r}, which is not among its "
                 f"declared outputs {sorted(self._outputs)}: add it to outputs={{...}} in "
                 "pipeline.computation(...)"
@@ -226,7 +226,7 @@ class KeyedContext:
     def set_timer(self, tag: str, time: int, domain: str = EVENT) -> None:
         """Set this key's timer `tag` to fire at `time` in `domain`; setting it again moves it."""
         if domain not in DOMAINS:
-            raise ValueError(f"timer domain {domain!r}: use 'event' or 'processing'")
+            raise UsageError(f"timer domain {domain!r}: use 'event' or 'processing'")
         if not isinstance(time, int):
             raise TypeError(f"timer time must be int milliseconds, got {type(time).__name__}")
         if type(tag) is not str:

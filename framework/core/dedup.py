@@ -31,7 +31,8 @@ from mmh3 import hash_bytes
 
 from framework.core.api import MIN_TIME, Record
 from framework.core.bloom import SLICES, Generations, Probes, item_hash, probes_of
-from framework.core.streams import PipelineError
+from framework.core.declarations import PipelineError
+from framework.errors import BadRecord
 from framework.serde.codecs import decode_json, decoder_for, encode_json, encoder_for
 
 SEGMENT_IDS = 1_000
@@ -67,12 +68,13 @@ class Dedup:
             )
 
     def id_of(self, record: Record) -> str:
-        """The record's id; ValueError if it has none."""
+        """The record's id; `BadRecord` at stage "dedup" if it has none (it is dead-lettered:
+        without an id it cannot be deduplicated)."""
         rid = record.id if self.id is None else self.id(record)
         if type(rid) is str and rid:
             return rid
         if rid is None or rid == "":
-            raise ValueError("the record has no id to deduplicate on")
+            raise BadRecord("dedup", "no record id: the record has none to deduplicate on")
         return str(rid)
 
 

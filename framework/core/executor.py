@@ -123,10 +123,10 @@ class Executor:
         if self._id_of is not None or type(rid) is not str or not rid:
             try:
                 rid = self.spec.dedup.id_of(record)
-            except Exception as error:
-                self.output.dead_letter(
-                    record, BadRecord("dedup", f"no record id: {error}", error), "dedup"
-                )
+            except Exception as error:  # the id callable's own error, or none found
+                if not isinstance(error, BadRecord):
+                    error = BadRecord("dedup", f"no record id: {error}", error)
+                self.output.dead_letter(record, error, "dedup")
                 return
         ids = self.ids
         if record.timestamp < ids.collected_before:

@@ -18,8 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from framework.core.api import EVENT, PROCESSING, Timer
+from framework.core.declarations import (
+    DEFAULT_MAX_FUTURE_MS,
+    BoundedOutOfOrderness,
+    InjectorWatermark,
+)
 from framework.core.pipeline import Pipeline
-from framework.core.streams import DEFAULT_MAX_FUTURE_MS, BoundedOutOfOrderness, InjectorWatermark
 from framework.core.timers import decode_timer_entry, timer_key
 from framework.core.watermarks import Mark
 from framework.errors import ForgedRecord

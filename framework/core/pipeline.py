@@ -6,8 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from framework.core.api import MIN_TIME, Computation
-from framework.core.dedup import Dedup
-from framework.core.streams import (
+from framework.core.declarations import (
     DEFAULT_PARTITIONS,
     EMITS,
     ERROR_POLICIES,
@@ -33,6 +32,7 @@ from framework.core.streams import (
     check_topic_length,
     key_by,
 )
+from framework.core.dedup import Dedup
 from framework.core.windows import Aggregate, Hopping, Session, Window
 from framework.core.windows.operator import Windowed
 

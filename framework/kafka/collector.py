@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from framework.core.dead_letters import reason_of
 from framework.errors import Retry
 from framework.kafka.limits import TopicLimits
-from framework.kafka.reading import Partition, end_offsets
+from framework.kafka.topic_ends import Partition, end_offsets
 
 ID_HEADER = "logwheel.id"
 ERROR_HEADERS = (

@@ -16,7 +16,7 @@ from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.errors import BadRecord
 from framework.kafka.collector import ID_HEADER, Collector, Outgoing
 from framework.kafka.registry_settings import RegistrySettings
-from framework.kafka.serdes import stream_encoder
+from framework.kafka.stream_codecs import stream_encoder
 from framework.serde.codecs import encode_json
 
 

@@ -53,7 +53,8 @@ class RegistryVerdict:
 
 def check_against_registry(schemas: Schemas, settings: RegistrySettings) -> RegistryVerdict:
     """Every type of `schemas` against the latest version of each subject of the registry
-    `settings` name that holds it (`RegistryError` naming the URL if it does not answer)."""
+    `settings` name that holds it (`RegistryConfigurationError` naming the URL if it does not
+    answer)."""
     registry = connect(settings)
     verdict = RegistryVerdict(registry.url)
     for subject in sorted(registry.subjects()):

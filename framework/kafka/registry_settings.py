@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from framework.core.declarations import check_subject_strategy
 from framework.core.pipeline import Pipeline
-from framework.core.streams import check_subject_strategy
 from framework.errors import ConfigurationError
 from framework.kafka.config import expand_env
 

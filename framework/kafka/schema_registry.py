@@ -33,7 +33,13 @@ from framework.kafka.registry_settings import REGISTRY_ENV, RegistrySettings, re
 from framework.serde.codecs import default_schemas
 from framework.serde.confluent import UnknownSchemaId, WireFormat
 
-__all__ = ["REGISTRY_ENV", "Registry", "RegistryError", "RegistryUnavailable", "connect"]
+__all__ = [
+    "REGISTRY_ENV",
+    "Registry",
+    "RegistryConfigurationError",
+    "RegistryUnavailable",
+    "connect",
+]
 
 TIMEOUT_S = 5
 """How long one request to the registry may take."""
@@ -53,7 +59,7 @@ _STRATEGIES = {
 }
 
 
-class RegistryError(ConfigurationError):
+class RegistryConfigurationError(ConfigurationError):
     """A registry that cannot be reached, or refuses a schema: the message names the URL and
     what to do."""
 
@@ -79,7 +85,7 @@ class Registry:
                 {**CLIENT_DEFAULTS, **dict(settings.client), "url": settings.url}
             )
         except (ValueError, TypeError) as error:  # its messages name settings, not values
-            raise RegistryError(
+            raise RegistryConfigurationError(
                 f"[registry] settings for {self.url} are refused by confluent-kafka's "
                 f"client: {error}"
             ) from None
@@ -103,18 +109,18 @@ class Registry:
 
     def register(self, subject: str, schema: str) -> int:
         """The id of `schema` under `subject`, registered as its next version if need be; a
-        schema the subject's compatibility level refuses is a `RegistryError`."""
+        schema the subject's compatibility level refuses is a `RegistryConfigurationError`."""
         try:
             return self.client.register_schema(subject, Schema(schema, "AVRO"))
         except SchemaRegistryError as error:
             if error.http_status_code == 409:
-                raise RegistryError(
+                raise RegistryConfigurationError(
                     f"the registry at {self.url} refuses the schema for subject {subject!r} "
                     f"({error.error_message}): make it compatible with the subject's latest "
                     "version (`logwheel schemas check --registry`) or change the subject's "
                     "compatibility level"
                 ) from None
-            raise RegistryError(
+            raise RegistryConfigurationError(
                 f"the registry at {self.url} cannot register subject {subject!r}: {error}"
             ) from None
         except Exception as error:  # away: a start fails on it, a task created mid-run waits
@@ -138,9 +144,11 @@ class Registry:
                 return self.client.get_compatibility(name)
             except SchemaRegistryError as error:
                 if error.http_status_code != 404:
-                    raise RegistryError(self._failed("give a compatibility level", error)) from None
+                    raise RegistryConfigurationError(
+                        self._failed("give a compatibility level", error)
+                    ) from None
             except Exception as error:
-                raise RegistryError(_unreachable(self.url, error)) from None
+                raise RegistryConfigurationError(_unreachable(self.url, error)) from None
         return None
 
     def accepts(self, subject: str, schema: str) -> bool:
@@ -155,9 +163,9 @@ class Registry:
         try:
             return call()
         except SchemaRegistryError as error:
-            raise RegistryError(self._failed(what, error)) from None
+            raise RegistryConfigurationError(self._failed(what, error)) from None
         except Exception as error:
-            raise RegistryError(_unreachable(self.url, error)) from None
+            raise RegistryConfigurationError(_unreachable(self.url, error)) from None
 
     def _failed(self, what: str, error: SchemaRegistryError) -> str:
         return f"the registry at {self.url} cannot {what}: {error}"
@@ -167,7 +175,7 @@ class Registry:
         try:
             self.client.get_subjects()
         except Exception as error:
-            raise RegistryError(_unreachable(self.url, error)) from None
+            raise RegistryConfigurationError(_unreachable(self.url, error)) from None
 
 
 def _unreachable(url: str, error: BaseException) -> str:
@@ -180,8 +188,8 @@ def _unreachable(url: str, error: BaseException) -> str:
 
 @functools.cache
 def connect(settings: RegistrySettings) -> Registry:
-    """The registry `settings` name, asked once (`RegistryError` if it does not answer); one
-    client per registry and process, so its caches serve every task."""
+    """The registry `settings` name, asked once (`RegistryConfigurationError` if it does not
+    answer); one client per registry and process, so its caches serve every task."""
     registry = Registry(settings)
     registry.ping()
     return registry

@@ -21,6 +21,7 @@ from typing import Any
 from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError
 from framework.core.watermarks import partition_watermark
 from framework.errors import Retry
+from framework.kafka.errors import Unreachable
 
 HOUR_MS = 3_600_000
 MAX_REPLICAS = 3
@@ -293,7 +294,7 @@ def ensure_topics(
                     raise PipelineError(f"cannot create topic {name!r}: {error.str()}") from None
     try:
         _wait_for_leaders(admin, {s.name: s for s in plan}, timeout)
-    except TimeoutError as error:
+    except Unreachable as error:
         if not awaited:
             raise
         raise Retry(f"{error}: waiting for {awaited}, which their writers create") from None
@@ -328,5 +329,5 @@ def _wait_for_leaders(admin: Any, plan: Mapping[str, TopicSpec], timeout: float)
         if not waiting:
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"topics {waiting} have no partition leaders after {timeout}s")
+            raise Unreachable(f"topics {waiting} have no partition leaders after {timeout}s")
         time.sleep(0.1)

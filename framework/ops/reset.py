@@ -29,7 +29,7 @@ from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import repartition_producer, task_producer
 from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
 from framework.kafka.groups import refuse_live_members
-from framework.kafka.reading import offset_at, parse_point
+from framework.kafka.topic_ends import offset_at, parse_point
 from framework.kafka.topics import create_topics
 from framework.streaming.state_dir import lock_state_dir
 

@@ -27,7 +27,9 @@ from typing import Any, Protocol
 from fastavro import schemaless_reader
 from fastavro.schema import parse_schema
 
+from framework.errors import ConfigurationError
 from framework.serde.codecs import DecodeError, Decoder, Encoder, Schemas, avro_encoder
+from framework.serde.schemas import self_contained
 
 MAGIC = 0
 """The first byte of every value in the wire format."""
@@ -35,13 +37,13 @@ MAGIC = 0
 HEADER_SIZE = 5
 """Magic byte plus the 4-byte schema id."""
 
-_NAMED_TYPES = ("record", "error", "enum", "fixed")
 _SENTINEL = b"\x00"
 
 
-class UnknownSchemaId(LookupError):
-    """The registry has no schema with this id (a `SchemaSource` raises it; the decoder turns
-    it into a dead letter, never a retry: the id will not appear later)."""
+class UnknownSchemaId(DecodeError, LookupError):
+    """The registry has no schema with this id (a `SchemaSource` raises it): a record that
+    names it is a dead letter, never a retry, since the id will not appear later (the decoder
+    says so with the topic and the registry's URL)."""
 
     def __init__(self, schema_id: int) -> None:
         super().__init__(f"no schema with id {schema_id} in the registry")
@@ -71,7 +73,10 @@ def frame(schema_id: int, body: bytes) -> bytes:
 def header(schema_id: int) -> bytes:
     """The 5-byte header of values written with schema `schema_id`."""
     if not 0 <= schema_id < 2**31:
-        raise ValueError(f"schema id {schema_id} does not fit the wire format's 4 signed bytes")
+        raise ConfigurationError(
+            f"schema id {schema_id} does not fit the wire format's 4 signed bytes: no Confluent "
+            "reader could read it; the registry that gave it is not one a client can use"
+        )
     return bytes([MAGIC]) + schema_id.to_bytes(4, "big")
 
 
@@ -100,27 +105,7 @@ def registered_form(schema: Any, named: Mapping[str, Any]) -> str:
     """A parsed schema as the JSON a registry keeps: self-contained (named types defined in
     other files inlined at their first use), docs, defaults and aliases kept — the registry
     checks compatibility with them, which the Parsing Canonical Form would strip."""
-    return json.dumps(_expand(schema, named, set()), separators=(",", ":"))
-
-
-def _expand(schema: Any, named: Mapping[str, Any], seen: set[str]) -> Any:
-    if isinstance(schema, str):
-        if schema in named and schema not in seen:
-            return _expand(named[schema], named, seen)
-        return schema
-    if isinstance(schema, list):
-        return [_expand(branch, named, seen) for branch in schema]
-    kind = schema["type"]
-    out = {k: v for k, v in schema.items() if not k.startswith("__")}
-    if kind in _NAMED_TYPES:
-        seen.add(schema["name"])
-    if kind in ("record", "error"):
-        out["fields"] = [{**f, "type": _expand(f["type"], named, seen)} for f in schema["fields"]]
-    elif kind == "array":
-        out["items"] = _expand(schema["items"], named, seen)
-    elif kind == "map":
-        out["values"] = _expand(schema["values"], named, seen)
-    return out
+    return json.dumps(self_contained(schema, named), separators=(",", ":"))
 
 
 class WireFormat:

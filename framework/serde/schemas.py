@@ -180,7 +180,15 @@ def canonical_form(schema: Any, named: Mapping[str, Any]) -> str:
     writes each named type's definition at its first occurrence and its name afterwards;
     inlining that way first makes the fingerprint match every other Avro implementation.
     """
-    return to_parsing_canonical_form(_inline(schema, named, set()))
+    return to_parsing_canonical_form(self_contained(schema, named))
+
+
+def self_contained(schema: Any, named: Mapping[str, Any]) -> Any:
+    """A parsed schema as plain JSON data that needs no other file: each named type defined
+    elsewhere (in `named`, by full name) written out at its first use and referred to by name
+    after, as the Avro spec's canonical form and a Schema Registry both want; docs, defaults
+    and aliases kept, fastavro's own `__` keys dropped."""
+    return _inline(schema, named, set())
 
 
 def _inline(schema: Any, named: Mapping[str, Any], seen: set[str]) -> Any:
@@ -191,20 +199,16 @@ def _inline(schema: Any, named: Mapping[str, Any], seen: set[str]) -> Any:
     if isinstance(schema, list):
         return [_inline(branch, named, seen) for branch in schema]
     kind = schema["type"]
+    out = {k: v for k, v in schema.items() if not k.startswith("__")}
     if kind in _NAMED_TYPES:
         seen.add(schema["name"])
     if kind in ("record", "error"):
-        fields = [
-            {"name": f["name"], "type": _inline(f["type"], named, seen)} for f in schema["fields"]
-        ]
-        return {"type": "record", "name": schema["name"], "fields": fields}
-    if kind == "array":
-        return {"type": "array", "items": _inline(schema["items"], named, seen)}
-    if kind == "map":
-        return {"type": "map", "values": _inline(schema["values"], named, seen)}
-    if kind in ("enum", "fixed"):
-        return {k: v for k, v in schema.items() if not k.startswith("__")}
-    return schema
+        out["fields"] = [{**f, "type": _inline(f["type"], named, seen)} for f in schema["fields"]]
+    elif kind == "array":
+        out["items"] = _inline(schema["items"], named, seen)
+    elif kind == "map":
+        out["values"] = _inline(schema["values"], named, seen)
+    return out
 
 
 def fingerprint_of(canonical: str) -> bytes:

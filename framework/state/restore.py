@@ -31,7 +31,7 @@ from framework.core.forgery import checked_timer
 from framework.core.metrics import RESTORE_SECONDS, RESTORED_RECORDS
 from framework.core.pipeline import ComputationSpec
 from framework.errors import ForgedRecord, Rejoin, TaskCorrupted
-from framework.kafka.reading import Ends, watermark_offsets
+from framework.kafka.topic_ends import Ends, watermark_offsets
 from framework.state.store import TaskStore
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ holds a restore for the controller's fencing (`broker.session.timeout.ms`, 9 s):
 measured on three brokers, with a consumer made before or after a SIGKILL or SIGSTOP of the
 leader's broker. A restore once stood at "0 records" for about 2 minutes while a broker of
 three was down (issue 24; what its client waited on was not caught), as idle clients met stale
-leaders and leader epochs for 30-45 s where new ones read at once (framework.kafka.reading):
+leaders and leader epochs for 30-45 s where new ones read at once (framework.kafka.topic_ends):
 whatever a client waits on, this and a rejoin bound the stall."""
 
 

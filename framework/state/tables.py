@@ -8,7 +8,7 @@ before its replicas are read to their end (bootstrapping), and before each batch
 its replicas read at least to the end offsets the broker reports then: a record is joined with
 the table as of its processing, and never with a table older than what was committed before
 the record was read. Tombstones delete. Replicas keep the raw values; a view decodes them as
-`framework.kafka.serdes.table_decoder` says: a topic declared in the Confluent wire format by
+`framework.kafka.stream_codecs.table_decoder` says: a topic declared in the Confluent wire format by
 its writer schema's id, resolved to the declared schema; any other by its own fingerprint
 (Avro) or as JSON (or, with a registry, its wire-format id), so any team's changelog reads
 without configuration. A value that cannot be decoded is a `DecodeError` naming the table:
@@ -28,9 +28,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from rocksdict import Rdict
 
 from framework.core.pipeline import ComputationSpec, Pipeline
-from framework.kafka.reading import Ends, read_to_end, records, watermark_offsets
 from framework.kafka.registry_settings import RegistrySettings
-from framework.kafka.serdes import table_decoder
+from framework.kafka.stream_codecs import table_decoder
+from framework.kafka.topic_ends import Ends, read_to_end, records, watermark_offsets
 from framework.serde.codecs import DecodeError, Decoder
 from framework.state.rocks import open_raw, read_json, write_with_position
 

@@ -21,7 +21,7 @@ from framework.core.forgery import (
 from framework.core.watermarks import Mark, Published, decode_mark
 from framework.errors import ForgedRecord
 from framework.kafka.errors import Unreachable
-from framework.kafka.reading import Ends, end_offsets, read_to_end, records
+from framework.kafka.topic_ends import Ends, end_offsets, read_to_end, records
 
 Refusal = Callable[[Message, ForgedRecord], None]
 

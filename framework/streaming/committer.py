@@ -18,7 +18,7 @@ from framework.core.metrics import ABORTS, COMMIT_SECONDS, COMMITS
 from framework.core.pipeline import ComputationSpec
 from framework.core.watermarks import encode_mark
 from framework.errors import Rejoin
-from framework.kafka.bounded import BoundedCalls
+from framework.kafka.bounded_calls import BoundedCalls
 from framework.kafka.collector import DATA_FAULTS, Collector
 from framework.kafka.groups import commit_metadata
 from framework.streaming.task import InputPartition, Task
@@ -32,7 +32,7 @@ behind 25 s after it began, not 70: the cluster test's coordinator kill had stal
 output 64.4 s on one such call (`tests/chaos/test_cluster_faults.py`, bound 60 s)."""
 LEFT_BEHIND_S = 10.0
 """How long past its own timeout a transactional call is waited for before it and its
-producer are left behind (`framework.kafka.bounded`) and the membership ends."""
+producer are left behind (`framework.kafka.bounded_calls`) and the membership ends."""
 SLOW_COMMIT_S = 10.0
 """A commit that takes longer is logged with the time of each step: a broker's failure shows
 up in the output only as a stall, and the steps say where the job waited."""

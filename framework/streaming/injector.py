@@ -26,7 +26,7 @@ from framework.errors import Fatal
 from framework.kafka.collector import ID_HEADER, Collector
 from framework.kafka.config import producer_config
 from framework.kafka.registry_settings import RegistrySettings
-from framework.kafka.serdes import stream_encoder
+from framework.kafka.stream_codecs import stream_encoder
 from framework.kafka.topics import create_part_topics
 
 

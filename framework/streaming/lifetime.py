@@ -22,7 +22,7 @@ from framework.errors import Rejoin, Retry
 from framework.kafka.config import client_config
 from framework.kafka.errors import reaching_kafka
 from framework.kafka.registry_settings import RegistrySettings
-from framework.kafka.serdes import check_registry
+from framework.kafka.stream_codecs import check_registry
 from framework.kafka.topics import create_part_topics
 from framework.streaming.heap import trim_heap
 from framework.streaming.join import describe_timeout, join

@@ -37,8 +37,8 @@ from framework.core.watermarks import (
 from framework.errors import BadRecord, FutureRecord, Retry
 from framework.kafka.collector import ID_HEADER
 from framework.kafka.output import Runtime, TaskOutput
-from framework.kafka.records import decode_record
-from framework.kafka.serdes import stream_decoder
+from framework.kafka.record_decoding import decode_record
+from framework.kafka.stream_codecs import stream_decoder
 from framework.state.store import TaskStore
 
 

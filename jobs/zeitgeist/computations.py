@@ -17,7 +17,7 @@ queries that spike or dip, against a model of each query's usual traffic.
 
 from __future__ import annotations
 
-from framework.core.api import Computation, Context, Record, Timer
+from framework import Computation, Context, Record, Timer
 
 WINDOW_MS = 1000
 EMPTY = "empty"

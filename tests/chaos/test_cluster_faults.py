@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from framework.broker.host import QUIET
-from framework.kafka.reading import end_offsets
+from framework.kafka.topic_ends import end_offsets
 from tests.support import Wordcount, wait_for
 from tests.support_cluster import (
     STALL_AIM_S,

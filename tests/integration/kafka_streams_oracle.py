@@ -21,9 +21,9 @@ from typing import NamedTuple
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
-from framework.kafka import reading
+from framework.kafka import topic_ends
 from framework.kafka.config import consumer_config
-from framework.kafka.reading import Ends
+from framework.kafka.topic_ends import Ends
 from tests.support import REPO, maven_classpath, unique_name
 
 PROJECT = REPO / "tests" / "integration" / "java" / "windowed-count"
@@ -98,7 +98,7 @@ def read_to_end(bootstrap: str, topic: str, timeout: float = 60) -> list[Message
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         ends, records = Ends(consumer), []
         ends.add((topic, p) for p in partitions)
-        reading.read_to_end(ends, records.extend, timeout=timeout)
+        topic_ends.read_to_end(ends, records.extend, timeout=timeout)
         return records
     finally:
         consumer.close()

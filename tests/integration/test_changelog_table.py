@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
+import pytest
 from confluent_kafka import Producer
 
 from changelog import ChangelogTable
+from framework.errors import ConfigurationError
 from tests.support import UniqueJob, Wordcount, wait_for
 
 
@@ -44,6 +48,22 @@ def test_tombstones_delete_keys(kafka, unique, create_topic):
     with ChangelogTable(topic, bootstrap=kafka) as table:
         assert dict(table.catch_up().items()) == {"b": {"n": 2}, "c": {"n": 3}}
         assert table.get("a") is None
+
+
+def test_a_missing_topic_is_named_in_one_line_with_no_traceback(kafka, unique):
+    topic = unique("nothing.here.changelog")
+    with pytest.raises(ConfigurationError, match=f"no changelog topic '{topic}' at {kafka}"):
+        ChangelogTable(topic, bootstrap=kafka)
+    done = subprocess.run(
+        [sys.executable, "-m", "framework.cli", "changelog", "dump", topic, "--bootstrap", kafka],
+        capture_output=True,
+        text=True,
+        timeout=120,  # liveness only: the broker answers at once; room for a loaded machine
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"logwheel: no changelog topic '{topic}' at {kafka}"), line
 
 
 def test_a_rocksdb_table_of_a_running_job_resumes_from_its_tail(kafka, tmp_path):

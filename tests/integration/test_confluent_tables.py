@@ -28,7 +28,11 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from changelog import ChangelogTable
 from framework.jvm.process import any_free_port
-from framework.kafka.schema_registry import REGISTRY_ENV, RegistryError, RegistryUnavailable
+from framework.kafka.schema_registry import (
+    REGISTRY_ENV,
+    RegistryConfigurationError,
+    RegistryUnavailable,
+)
 from framework.kafka.topics import create_topics as create_pipeline_topics
 from framework.serde.codecs import DecodeError
 from tests.conftest import create_topics, registry_server
@@ -275,7 +279,7 @@ def test_changelog_table_with_a_registry_gives_their_values(
 
 def test_changelog_table_names_a_registry_that_does_not_answer(kafka):
     nowhere = f"http://127.0.0.1:{any_free_port()}"
-    with pytest.raises(RegistryError, match=f"{nowhere} does not answer"):
+    with pytest.raises(RegistryConfigurationError, match=f"{nowhere} does not answer"):
         ChangelogTable(unique_name("theirs"), bootstrap=kafka, registry=nowhere)
 
 

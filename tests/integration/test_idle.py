@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from framework.kafka.reading import end_offsets
+from framework.kafka.topic_ends import end_offsets
 from framework.kafka.topics import pipeline_topics
 from tests.support import Wordcount, wait_for
 

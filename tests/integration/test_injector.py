@@ -16,7 +16,7 @@ from framework import InjectorWatermark, Pipeline
 from framework.core.api import MIN_TIME
 from framework.core.watermarks import Published
 from framework.kafka.partitioning import key_partition
-from framework.kafka.reading import end_offsets
+from framework.kafka.topic_ends import end_offsets
 from framework.streaming.injector import FileInjector, Injector
 from tests.support import (
     import_job,

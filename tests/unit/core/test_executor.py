@@ -128,7 +128,7 @@ def test_timer_domains():
     h = harness()
     send(h, "a", 0, set=[["t", 1, "wall"]])
     [(_, error)] = h.dead_letters()
-    assert error == "ValueError: timer domain 'wall': use 'event' or 'processing'"
+    assert error == "UsageError: timer domain 'wall': use 'event' or 'processing'"
 
 
 def test_processing_time_timers_fire_on_the_clock():

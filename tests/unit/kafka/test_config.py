@@ -14,7 +14,7 @@ from framework.kafka.config import (
     reader_group,
 )
 from framework.kafka.errors import Unreachable
-from framework.kafka.reading import watermark_offsets
+from framework.kafka.topic_ends import watermark_offsets
 from framework.streaming.loading import kafka_settings, spark_settings
 
 
@@ -146,9 +146,9 @@ def test_watermark_offsets_wait_out_a_moving_leader_and_nothing_else():
 
 def test_watermark_offsets_give_up_a_client_whose_leader_epoch_stays_stale(monkeypatch):
     from framework.errors import Rejoin
-    from framework.kafka import reading
+    from framework.kafka import topic_ends
 
-    monkeypatch.setattr(reading, "STALE_EPOCH_S", 0.2)
+    monkeypatch.setattr(topic_ends, "STALE_EPOCH_S", 0.2)
     stale = _MovingLeader(1000, KafkaError.FENCED_LEADER_EPOCH)
     with pytest.raises(Rejoin, match="FENCED_LEADER_EPOCH"):
         watermark_offsets(stale, TopicPartition("t", 0), timeout=30)

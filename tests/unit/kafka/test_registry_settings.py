@@ -24,7 +24,7 @@ from framework.kafka.registry_settings import (
     registry_settings,
     resolve,
 )
-from framework.kafka.schema_registry import Registry, RegistryError, subject_namer
+from framework.kafka.schema_registry import Registry, RegistryConfigurationError, subject_namer
 from framework.serde.codecs import default_schemas
 from framework.serde.confluent import WireFormat
 from framework.streaming.loading import registry_settings as from_file
@@ -103,13 +103,13 @@ def test_secrets_are_expanded_from_the_environment_and_never_shown(monkeypatch):
     assert SECRET not in repr(settings) and "basic.auth.user.info" in repr(settings)
     # the client refuses a malformed user info: its message names the setting, not the value
     bad = RegistrySettings("http://r:8081", (("basic.auth.user.info", SECRET),))
-    with pytest.raises(RegistryError) as caught:
+    with pytest.raises(RegistryConfigurationError) as caught:
         Registry(bad)
     assert "basic.auth.user.info" in str(caught.value) and SECRET not in str(caught.value)
     # and a URL carrying user info is shown without it
     assert redact(f"https://team:{SECRET}@r.example:8081/x") == "https://r.example:8081/x"
     unreachable = RegistrySettings(f"http://team:{SECRET}@127.0.0.1:9", (("timeout", 1),))
-    with pytest.raises(RegistryError) as caught:
+    with pytest.raises(RegistryConfigurationError) as caught:
         Registry(unreachable).ping()
     assert SECRET not in str(caught.value) and "http://127.0.0.1:9" in str(caught.value)
 

@@ -1,8 +1,13 @@
-"""The topic plan of a pipeline (CONTRACT.md, "Topics"), without a broker."""
+"""The topic plan of a pipeline (CONTRACT.md, "Topics"), without a broker; creating it against
+a fake admin client, for what the code decides around the broker's answers."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from types import SimpleNamespace
+
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from framework.core.api import Computation
 from framework.core.pipeline import (
@@ -12,10 +17,13 @@ from framework.core.pipeline import (
     PipelineError,
     key_by,
 )
+from framework.errors import Retry
+from framework.kafka.errors import Unreachable
 from framework.kafka.topics import (
     COMPACT,
     TopicSpec,
     check_existing,
+    ensure_topics,
     pipeline_topics,
     replication_for,
 )
@@ -154,3 +162,46 @@ def test_new_topics_are_replicated_on_every_broker_up_to_three(brokers, asked, e
 def test_a_replication_factor_above_the_brokers_up_is_refused_with_the_fix():
     with pytest.raises(PipelineError, match="--replication-factor 2 or start"):
         replication_for(2, 3)
+
+
+class LeaderlessAdmin:
+    """An admin client of a cluster whose partitions have no leader (a broker down), that
+    refuses to create `refused` (another principal's topics)."""
+
+    def __init__(self, existing: dict[str, int], refused: set[str] = frozenset()) -> None:
+        self.existing, self.refused = existing, refused
+
+    def list_topics(self, timeout: float) -> SimpleNamespace:
+        partition = SimpleNamespace(leader=-1)
+        topics = {
+            name: SimpleNamespace(error=None, partitions=dict.fromkeys(range(n), partition))
+            for name, n in self.existing.items()
+        }
+        return SimpleNamespace(topics=topics, brokers={1: object()})
+
+    def create_topics(self, new, request_timeout: float, operation_timeout: float) -> dict:
+        futures = {}
+        for topic in new:
+            futures[topic.topic] = future = Future()
+            if topic.topic in self.refused:
+                error = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+                future.set_exception(KafkaException(error))
+            else:
+                self.existing[topic.topic] = topic.num_partitions
+                future.set_result(None)
+        return futures
+
+
+def test_topics_without_leaders_are_unreachable_a_retry_after_the_timeout():
+    plan = [TopicSpec("words", 2, kind="stream")]
+    with pytest.raises(Unreachable, match=r"\['words'\] have no partition leaders after 0.2s"):
+        ensure_topics(LeaderlessAdmin({"words": 2}), plan, timeout=0.2)
+
+
+def test_another_parts_topic_this_principal_may_not_create_is_waited_for_then_retried():
+    plan = [TopicSpec("zg.gen.watermarks", 1, kind="watermarks")]
+    admin = LeaderlessAdmin({}, refused={"zg.gen.watermarks"})
+    with pytest.raises(Retry, match=r"waiting for \['zg.gen.watermarks'\], which their writers"):
+        ensure_topics(admin, plan, timeout=0.2, others={"zg.gen.watermarks"})
+    with pytest.raises(PipelineError, match="not authorized"):  # its own: the fix is an ACL
+        ensure_topics(admin, plan, timeout=0.2)

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.kafka.registry_settings import RegistrySettings, resolve
-from framework.kafka.schema_registry import RegistryError, RegistryUnavailable, connect, wire_format
+from framework.kafka.schema_registry import (
+    RegistryConfigurationError,
+    RegistryUnavailable,
+    connect,
+    wire_format,
+)
 from framework.serde.codecs import Decoder, Encoder, decoder_for, default_schemas, encoder_for
 from framework.serde.confluent import MAGIC
 
@@ -101,9 +106,9 @@ def check_registry(
     pipeline: Pipeline, spec: ComputationSpec, settings: RegistrySettings | None = None
 ) -> None:
     """At start: a computation with a stream or table in the wire format (or any table, once
-    the pipeline has a registry) needs its registry to answer (`RegistryError` naming the URL
-    otherwise) and its outputs' schemas accepted under their subjects, before it joins its
-    group."""
+    the pipeline has a registry) needs its registry to answer (`RegistryConfigurationError`
+    naming the URL otherwise) and its outputs' schemas accepted under their subjects, before it
+    joins its group."""
     streams = [*(i.stream for i in spec.inputs), *spec.outputs, *spec.tables.values()]
     wired = [s for s in streams if _wired(pipeline, s, settings) is not None]
     if not wired:
@@ -119,4 +124,4 @@ def check_registry(
             if stream in wired:
                 stream_encoder(pipeline, stream, settings)
     except RegistryUnavailable as error:  # went away since the ping: still the start
-        raise RegistryError(str(error)) from None
+        raise RegistryConfigurationError(str(error)) from None

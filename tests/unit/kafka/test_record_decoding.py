@@ -9,7 +9,7 @@ import json
 from prometheus_client import REGISTRY
 
 from framework.kafka.collector import foreign
-from framework.kafka.records import decode_record
+from framework.kafka.record_decoding import decode_record
 
 FORGED = [
     ("logwheel.id", b"order-7"),

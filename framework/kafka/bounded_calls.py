@@ -16,6 +16,14 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from framework.errors import Rejoin
+
+
+class LeftBehind(Rejoin, TimeoutError):
+    """A call still blocked when its caller stopped waiting: its client is lost to that call,
+    so the caller gives it up and makes new ones (a `Rejoin`). A `TimeoutError` too, as a
+    future's own wait raises."""
+
 
 class BoundedCalls:
     """A daemon thread making one call at a time; `call` waits for each at most `wait` s.
@@ -31,10 +39,10 @@ class BoundedCalls:
         self.stuck: str | None = None  # the name of a call left behind, if any
 
     def call(self, fn: Callable[..., Any], *args: Any, wait: float) -> Any:
-        """`fn(*args)`'s result or exception; TimeoutError if it has not returned after `wait`
+        """`fn(*args)`'s result or exception; `LeftBehind` if it has not returned after `wait`
         s, and from then on at once (the thread is still inside that call)."""
         if self.stuck is not None:
-            raise TimeoutError(f"{self.stuck} is still blocked")
+            raise LeftBehind(f"{self.stuck} is still blocked")
         if self._jobs is None:
             self._jobs = queue.SimpleQueue()
             threading.Thread(target=_work, args=(self._jobs,), name=self.name, daemon=True).start()
@@ -44,7 +52,7 @@ class BoundedCalls:
             return future.result(wait)
         except TimeoutError:
             self.stuck = getattr(fn, "__name__", repr(fn))
-            raise
+            raise LeftBehind(f"{self.stuck} has not returned after {wait:g} s") from None
 
     def close(self) -> None:
         """End the thread once it is free (never, if a call was left behind)."""

@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from framework.kafka.bounded import BoundedCalls
+from framework.errors import Rejoin
+from framework.kafka.bounded_calls import BoundedCalls, LeftBehind
 
 
 def _threads(name: str) -> list[threading.Thread]:
@@ -30,17 +31,19 @@ def test_a_call_returns_or_raises_as_it_would_inline_and_the_thread_ends_with_it
 
 def test_a_blocked_call_is_left_behind_and_later_calls_fail_at_once():
     """The blocked thread is a daemon (it never keeps the process from ending), and the caller
-    hears that the client is unusable instead of queueing behind the blocked call."""
+    hears that the client is unusable instead of queueing behind the blocked call: a `Rejoin`
+    (new clients), still a `TimeoutError` for callers that wait on one."""
     calls, release = BoundedCalls("t"), threading.Event()
 
     def send_offsets_to_transaction():
         release.wait()
 
-    with pytest.raises(TimeoutError):
+    with pytest.raises(LeftBehind, match="send_offsets_to_transaction has not returned") as left:
         calls.call(send_offsets_to_transaction, wait=0.2)
+    assert isinstance(left.value, Rejoin) and isinstance(left.value, TimeoutError)
     assert calls.stuck == "send_offsets_to_transaction"
     assert all(t.daemon for t in _threads("t"))
-    with pytest.raises(TimeoutError, match="send_offsets_to_transaction is still blocked"):
+    with pytest.raises(LeftBehind, match="send_offsets_to_transaction is still blocked"):
         calls.call(lambda: 1, wait=5)
     release.set()
     calls.close()

@@ -7,9 +7,9 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from framework.errors import Rejoin
-from framework.kafka import reading
+from framework.kafka import topic_ends
 from framework.kafka.errors import Unreachable
-from framework.kafka.reading import end_offsets
+from framework.kafka.topic_ends import end_offsets
 
 
 class Answers:
@@ -80,7 +80,7 @@ def test_a_stale_leader_epoch_is_set_right_by_fetching_the_topics_metadata():
 def test_a_client_that_stays_stale_is_given_up_for_new_clients_long_before_the_timeout(
     monkeypatch,
 ):
-    monkeypatch.setattr(reading, "STALE_EPOCH_S", 0.3)
+    monkeypatch.setattr(topic_ends, "STALE_EPOCH_S", 0.3)
     with pytest.raises(Rejoin, match="FENCED_LEADER_EPOCH"):
         end_offsets(StaleEpoch(end=41, fresh_after=None), [("s", 0)], committed=False)
 
@@ -105,8 +105,8 @@ def test_a_leader_that_moved_unseen_is_found_by_short_questions_and_fresh_metada
 ):
     """A killed leader's partition: a question that waited out the whole timeout, and no
     metadata fetched, had stalled a task taking partitions over for 30 s (issue 24)."""
-    monkeypatch.setattr(reading, "STALE_EPOCH_S", 0.0)  # no end is no stale client: no Rejoin
+    monkeypatch.setattr(topic_ends, "STALE_EPOCH_S", 0.0)  # no end is no stale client: no Rejoin
     admin = MovedLeader(end=12, moved_after=3)
     assert end_offsets(admin, [("s", 0)], committed=False, timeout=30) == {("s", 0): 12}
     assert (admin.calls, admin.refreshed) == (4, 3)
-    assert admin.waits == [reading.ATTEMPT_S] * 4
+    assert admin.waits == [topic_ends.ATTEMPT_S] * 4

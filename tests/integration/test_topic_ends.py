@@ -1,4 +1,4 @@
-"""Reading partitions to their end (kafka/reading.py), the one way restore, tables, watermark
+"""Reading partitions to their end (kafka/topic_ends.py), the one way restore, tables, watermark
 channels, the backfill plan and ChangelogTable know they have read everything: against the
 real broker, where transaction markers take offsets that no message reports."""
 
@@ -11,7 +11,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from framework.kafka.config import consumer_config, producer_config
 from framework.kafka.errors import Unreachable
-from framework.kafka.reading import Ends, read_to_end
+from framework.kafka.topic_ends import Ends, read_to_end
 
 
 def _transactional(kafka: str, topic: str, values: list[bytes], partition: int = 0) -> None:

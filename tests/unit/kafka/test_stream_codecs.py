@@ -1,4 +1,4 @@
-"""Which codec a stream gets (framework/kafka/serdes.py), and that a registry away mid-run is
+"""Which codec a stream gets (framework/kafka/stream_codecs.py), and that a registry away mid-run is
 not a bad record, without a broker or a registry."""
 
 from __future__ import annotations
@@ -13,9 +13,13 @@ from fastavro.schema import parse_schema
 from framework import Computation, Pipeline, PipelineError
 from framework.errors import BadRecord, Retry
 from framework.jvm.process import any_free_port
-from framework.kafka import serdes
-from framework.kafka.records import decode_record
-from framework.kafka.schema_registry import REGISTRY_ENV, RegistryError, RegistryUnavailable
+from framework.kafka import stream_codecs
+from framework.kafka.record_decoding import decode_record
+from framework.kafka.schema_registry import (
+    REGISTRY_ENV,
+    RegistryConfigurationError,
+    RegistryUnavailable,
+)
 from framework.serde.codecs import (
     DecodeError,
     decoder_for,
@@ -44,28 +48,28 @@ def _pipeline(registry: str | None = None) -> Pipeline:
 def test_streams_outside_the_wire_format_keep_their_codecs(monkeypatch):
     monkeypatch.delenv(REGISTRY_ENV, raising=False)
     p = _pipeline()
-    assert serdes.stream_decoder(p, "plain") is decoder_for(None)
-    assert serdes.stream_encoder(p, "ours") is encoder_for("wordcount.WordCount")
-    serdes.check_registry(p, p["c"])  # nothing in the wire format: no registry asked
+    assert stream_codecs.stream_decoder(p, "plain") is decoder_for(None)
+    assert stream_codecs.stream_encoder(p, "ours") is encoder_for("wordcount.WordCount")
+    stream_codecs.check_registry(p, p["c"])  # nothing in the wire format: no registry asked
 
 
 def test_a_wire_format_stream_without_a_registry_names_the_fix(monkeypatch):
     monkeypatch.delenv(REGISTRY_ENV, raising=False)
     with pytest.raises(PipelineError, match="LOGWHEEL_SCHEMA_REGISTRY"):
-        serdes.stream_decoder(_pipeline(), "theirs")
+        stream_codecs.stream_decoder(_pipeline(), "theirs")
 
 
 def test_the_environment_names_the_registry_and_puts_streams_with_a_schema_in_the_wire_format(
     monkeypatch,
 ):
     asked = []
-    monkeypatch.setattr(serdes, "wire_format", lambda reg: asked.append(reg.url) or _Wire())
+    monkeypatch.setattr(stream_codecs, "wire_format", lambda reg: asked.append(reg.url) or _Wire())
     monkeypatch.setenv(REGISTRY_ENV, "http://env:8081")
     p = _pipeline()
-    assert serdes.stream_encoder(p, "ours") == ("encoder", "ours", "wordcount.WordCount")
-    assert serdes.stream_decoder(p, "theirs") == ("decoder", "theirs", "wordcount.WordCount")
-    assert serdes.stream_decoder(p, "plain") is decoder_for(None)  # no schema: JSON
-    assert serdes.stream_encoder(_pipeline("http://own:8081"), "ours")[0] == "encoder"
+    assert stream_codecs.stream_encoder(p, "ours") == ("encoder", "ours", "wordcount.WordCount")
+    assert stream_codecs.stream_decoder(p, "theirs") == ("decoder", "theirs", "wordcount.WordCount")
+    assert stream_codecs.stream_decoder(p, "plain") is decoder_for(None)  # no schema: JSON
+    assert stream_codecs.stream_encoder(_pipeline("http://own:8081"), "ours")[0] == "encoder"
     assert asked == ["http://env:8081", "http://env:8081", "http://own:8081"]
 
 
@@ -101,7 +105,7 @@ def memory_wire(monkeypatch) -> Memory:
     """The wire format against an in-memory registry, whatever URL is asked for."""
     source = Memory()
     wire = WireFormat(source, load_schemas(REPO / "schemas"))
-    monkeypatch.setattr(serdes, "wire_format", lambda url: wire)
+    monkeypatch.setattr(stream_codecs, "wire_format", lambda url: wire)
     monkeypatch.delenv(REGISTRY_ENV, raising=False)
     return source
 
@@ -119,9 +123,9 @@ def test_a_table_declared_in_the_wire_format_reads_by_id_resolved_to_the_declare
     p = Pipeline("tables", registry="http://r")
     p.source("profiles", schema="wordcount.WordCount", format="confluent")
     value = _theirs(memory_wire, "profiles", {"word": "a", "count": 1, "lang": "fr"})
-    assert serdes.table_decoder(p, "profiles")(value) == {"word": "a", "count": 1}
+    assert stream_codecs.table_decoder(p, "profiles")(value) == {"word": "a", "count": 1}
     with pytest.raises(DecodeError, match="looks like JSON"):
-        serdes.table_decoder(p, "profiles")(b'{"word":"a"}')
+        stream_codecs.table_decoder(p, "profiles")(b'{"word":"a"}')
 
 
 def test_an_undeclared_table_reads_wire_format_values_as_written_once_there_is_a_registry(
@@ -129,7 +133,7 @@ def test_an_undeclared_table_reads_wire_format_values_as_written_once_there_is_a
 ):
     value = _theirs(memory_wire, "other", {"word": "a", "count": 1, "lang": "fr"})
     single = encoder_for("wordcount.WordCount")({"word": "b", "count": 2})
-    decode = serdes.table_decoder(Pipeline("tables", registry="http://r"), "other")
+    decode = stream_codecs.table_decoder(Pipeline("tables", registry="http://r"), "other")
     assert decode(value) == {"word": "a", "count": 1, "lang": "fr"}  # the reader is the writer
     assert decode(single) == {"word": "b", "count": 2} and decode(b'{"x":1}') == {"x": 1}
     with pytest.raises(DecodeError, match="unknown schema id 77"):
@@ -141,9 +145,9 @@ def test_an_undeclared_table_reads_wire_format_values_as_written_once_there_is_a
 def test_without_a_registry_any_decoder_is_todays_self_describing_decoding(monkeypatch):
     monkeypatch.delenv(REGISTRY_ENV, raising=False)
     p = Pipeline("tables").source("declared", schema="wordcount.WordCount")
-    assert serdes.any_decoder(None, "t") == default_schemas().decode_any
-    assert serdes.table_decoder(p, "declared") == default_schemas().decode_any
-    assert serdes.table_decoder(p, "undeclared") == default_schemas().decode_any
+    assert stream_codecs.any_decoder(None, "t") == default_schemas().decode_any
+    assert stream_codecs.table_decoder(p, "declared") == default_schemas().decode_any
+    assert stream_codecs.table_decoder(p, "undeclared") == default_schemas().decode_any
 
 
 def test_a_table_under_a_registry_that_does_not_answer_fails_the_start_naming_it(monkeypatch):
@@ -151,5 +155,5 @@ def test_a_table_under_a_registry_that_does_not_answer_fails_the_start_naming_it
     nowhere = f"http://127.0.0.1:{any_free_port()}"
     p = Pipeline("tables", registry=nowhere).source("in")
     p.computation("c", Computation, inputs={"in": None}, tables={"t": "their.changelog"})
-    with pytest.raises(RegistryError, match=f"{nowhere} does not answer"):
-        serdes.check_registry(p, p["c"])
+    with pytest.raises(RegistryConfigurationError, match=f"{nowhere} does not answer"):
+        stream_codecs.check_registry(p, p["c"])
