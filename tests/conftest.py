@@ -203,7 +203,7 @@ def _embedded(home: Path) -> Iterator[str]:
         lease.unlink(missing_ok=True)
         raise
     try:
-        yield started.bootstrap
+        yield started.address
     finally:
         lease.unlink(missing_ok=True)
         with broker.lock():

@@ -11,8 +11,8 @@ from typing import IO
 from confluent_kafka.admin import AdminClient
 
 from framework.core.pipeline import ComputationSpec, PipelineError
-from framework.files import private_dir, write_private
 from framework.kafka.config import client_config
+from framework.private_files import private_dir, write_private
 
 
 def lock_state_dir(directory: Path) -> IO:
