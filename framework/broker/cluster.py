@@ -24,14 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from framework.broker.embedded import (
-    SINGLE_NODE_SETTINGS,
-    START_TIMEOUT_S,
-    STOP_TIMEOUT_S,
-    Broker,
-    BrokerError,
-    class_archive,
-)
+from framework.broker.embedded import Broker, class_archive
 from framework.broker.readiness import (
     QUIET,
     coordinator_partition,
@@ -39,6 +32,12 @@ from framework.broker.readiness import (
     registered_brokers,
 )
 from framework.broker.roles import cluster_node, new_cluster_id, write_properties
+from framework.broker.settings import (
+    SINGLE_NODE_SETTINGS,
+    START_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    BrokerError,
+)
 from framework.jvm.jars import kafka_jars
 from framework.jvm.process import HomeLock, any_free_port, find_java, port_free, read_json
 from framework.jvm.service import Say, Started, await_ready, say_to_stderr, stop_together

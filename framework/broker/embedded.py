@@ -12,9 +12,10 @@ start --separate-controller`) runs its KRaft controller in a second JVM whose fi
 `controller/` (framework/broker/roles.py); a home is separated or combined for life, and
 `stop` stops both JVMs.
 
-Bootstrap addresses are resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`,
-else this broker (or a cluster, framework/broker/cluster.py), started if needed
-(framework/broker/bootstrap.py).
+How its JVMs run is in `settings.py` and `roles.py`; each JVM's lifecycle (pid file, start,
+stop, kill, which process is ours) in framework/jvm/service.py. Bootstrap addresses are
+resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`, else this broker (or a
+cluster, framework/broker/cluster.py), started if needed (framework/broker/bootstrap.py).
 """
 
 from __future__ import annotations
@@ -47,7 +48,20 @@ from framework.broker.security import (
     SecurityError,
     last_line,
 )
-from framework.errors import ConfigurationError
+from framework.broker.settings import (
+    CONTROLLER_JVM_OPTS,
+    DEFAULT_PORT,
+    DEFAULT_SECURE_PORT,
+    FENCE_MARGIN_S,
+    HEARTBEAT_INTERVAL_MS,
+    JVM_OPTS,
+    SESSION_TIMEOUT_MS,
+    SINGLE_NODE_SETTINGS,
+    START_TIMEOUT_S,
+    STOP_MARGIN_S,
+    STOP_TIMEOUT_S,
+    BrokerError,
+)
 from framework.jvm.class_archive import ClassArchive
 from framework.jvm.jars import kafka_jars
 from framework.jvm.process import (
@@ -69,68 +83,6 @@ from framework.jvm.service import (
 )
 from framework.private_files import PRIVATE_UMASK
 
-DEFAULT_PORT = 9092
-DEFAULT_SECURE_PORT = 9094
-START_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 30.0
-JVM_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
-JVM_OPTS += ["-Djava.awt.headless=true"]
-CONTROLLER_JVM_OPTS = ["-Xms64m", "-Xmx256m"]
-"""A controller alone keeps only the cluster's metadata: a smaller heap than the broker's."""
-SESSION_TIMEOUT_MS = 9000
-"""Kafka's default `broker.session.timeout.ms`: how long after a broker's last heartbeat the
-controller fences it."""
-FENCE_MARGIN_S = 1.0
-"""Waited past a session's expiry, for the controller to fence and commit the fence."""
-HEARTBEAT_INTERVAL_MS = 2000
-"""Kafka's default `broker.heartbeat.interval.ms`."""
-STOP_MARGIN_S = 0.5
-"""Kept between a separated broker's kill at the end of its stop and the earliest fence."""
-
-TIMED_OUT_ABORT_SCAN_MS = "10000"
-"""How often the transaction coordinator aborts transactions past their timeout; its first scan
-comes this long after the broker starts. It must come after the restarted single node has
-settled its leadership: for a moment after a restart every partition is led by no broker (the
-node first acts on its replayed metadata, then the controller fences its previous incarnation
-and elects it again), and Kafka skips a transaction's markers to a partition without a leader,
-as if the partition were deleted, then records the transaction complete anyway. A transaction
-a SIGKILL left open is then timed out at the first scan; at 1 s that scan fell into that moment,
-its records stayed open in every partition it touched, and on `__consumer_offsets` its offsets
-stayed pending for good (`tests/integration/test_hanging_transactions.py`). Within 10 s the
-node has settled; an abandoned transaction is then aborted 10 to 20 s after it began (a
-restarted process aborts its own at once, through its transactional id)."""
-
-SINGLE_NODE_SETTINGS = {
-    # One node: every internal topic has one replica, and one in-sync replica is enough.
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "8",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-    "transaction.state.log.num.partitions": "8",
-    "share.coordinator.state.topic.replication.factor": "1",
-    "share.coordinator.state.topic.min.isr": "1",
-    "default.replication.factor": "1",
-    "min.insync.replicas": "1",
-    "num.partitions": "4",
-    # A typo in a stream name should fail loudly, not create an empty topic.
-    "auto.create.topics.enable": "false",
-    # Changelogs, timer journals and watermark channels are compacted topics.
-    "log.cleaner.enable": "true",
-    "log.cleaner.backoff.ms": "1000",
-    "log.cleaner.dedupe.buffer.size": str(32 * 1024 * 1024),
-    # The log is the truth: keep history so `logwheel reset --to earliest` can replay it.
-    "log.retention.ms": "-1",
-    "group.initial.rebalance.delay.ms": "0",
-    # Kafka's own 10 s, stated: a shorter one loses markers (TIMED_OUT_ABORT_SCAN_MS).
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": TIMED_OUT_ABORT_SCAN_MS,
-    # A controlled shutdown hands leadership to the other replicas; one node has none, so its
-    # partitions would have no leader while it still serves requests, and the markers of a
-    # transaction committed then are skipped like those after a restart (see above).
-    "controlled.shutdown.enable": "false",
-}
-"""Broker settings for a single node; docker-compose.yml and the test container use the same."""
-
-
 _archives: dict[tuple[str, Path], ClassArchive] = {}
 
 
@@ -143,10 +95,6 @@ def class_archive(java: str, jars: Path) -> ClassArchive:
         names = sorted(p.name for p in jars.glob("*.jar"))
         _archives[java, jars] = ClassArchive(java, "kafka", str(jars), *names, *JVM_OPTS)
     return _archives[java, jars]
-
-
-class BrokerError(ConfigurationError):
-    """A problem with the embedded broker the user must fix; one line that names the fix."""
 
 
 def default_home(secure: bool = False) -> Path:

@@ -6,7 +6,8 @@ import argparse
 
 from framework.broker.bootstrap import open_home
 from framework.broker.cluster import Cluster
-from framework.broker.embedded import Broker, BrokerError, default_home
+from framework.broker.embedded import Broker, default_home
+from framework.broker.settings import BrokerError
 
 NOT_RUNNING = 3
 """Exit code of `broker status` when the broker is not running (as for LSB init scripts)."""

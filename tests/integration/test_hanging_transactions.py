@@ -5,7 +5,7 @@ its transactional offset commit does not stay pending in the group coordinator.
 Kafka skips a transaction's markers to a partition that has no leader and records the
 transaction complete anyway. Right after a restart the single node's partitions have no leader
 for a moment; the transaction coordinator's first scan for timed-out transactions used to fall
-into it (`framework.broker.embedded.TIMED_OUT_ABORT_SCAN_MS`). Both tests run on a combined
+into it (`framework.broker.settings.TIMED_OUT_ABORT_SCAN_MS`). Both tests run on a combined
 node and on
 a broker whose controller runs in a JVM of its own (the seeded chaos run's broker). A broker of
 its own: the test kills it.

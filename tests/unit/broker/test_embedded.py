@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from framework.broker import embedded as broker_mod
-from framework.broker.embedded import Broker, BrokerError
+from framework.broker import settings as broker_settings
+from framework.broker.cluster import Cluster
+from framework.broker.embedded import Broker
+from framework.broker.settings import BrokerError
 from framework.jvm import process
 from framework.jvm.service import Service
 
@@ -40,16 +42,6 @@ def test_ports_are_persisted_and_reused(home):
     assert _choose(home) == first
     assert _choose(home, 0) == first
     assert first["port"] != first["controller_port"]
-
-
-def test_chosen_ports_lie_below_the_ephemeral_range(tmp_path):
-    """A port in the kernel's ephemeral range may be taken by a client's outgoing connection
-    while the broker starts."""
-    assert process.ephemeral_low() > 10_000
-    ports = [process.any_free_port() for _ in range(50)]
-    assert all(port < process.ephemeral_low() for port in ports)
-    (tmp_path / "range").write_text("20000\t60999\n")
-    assert process.ephemeral_low(tmp_path / "range") == 20000
 
 
 def test_env_port_is_used(home, monkeypatch):
@@ -135,10 +127,10 @@ def test_a_home_keeps_its_mode(home):
 def test_compose_broker_has_the_single_node_settings():
     """docker-compose.yml's broker runs the settings the embedded one does, among them the
     timed-out-transaction scan that keeps transaction markers from being skipped after a
-    restart (`framework.broker.embedded.TIMED_OUT_ABORT_SCAN_MS`)."""
-    compose = (Path(broker_mod.__file__).parents[2] / "docker-compose.yml").read_text()
+    restart (`framework.broker.settings.TIMED_OUT_ABORT_SCAN_MS`)."""
+    compose = (Path(broker_settings.__file__).parents[2] / "docker-compose.yml").read_text()
     env = dict(re.findall(r"^\s+(KAFKA_[A-Z0-9_]+): \"?([^\"\n]*)\"?$", compose, re.M))
-    for key, value in broker_mod.SINGLE_NODE_SETTINGS.items():
+    for key, value in broker_settings.SINGLE_NODE_SETTINGS.items():
         assert env.get("KAFKA_" + key.upper().replace(".", "_")) == value, key
 
 
@@ -178,3 +170,16 @@ def test_a_separated_brokers_stop_ends_its_jvm_before_the_controller_can_fence_i
     separated.stop()
     assert signalled[1:] == [("the broker", 1.0), ("Kafka's controller", 30.0)]
     assert separated.down_file.exists()  # when it went down: its fencing counts from then
+
+
+def test_each_jvm_of_a_home_is_known_by_its_properties_file_there(tmp_path):
+    """A pid file is trusted only for a process whose command line names the home
+    (framework/jvm/service.py): each JVM's names its own properties file, in its home."""
+    broker, cluster = Broker(tmp_path / "b"), Cluster(tmp_path / "c", 2)
+    services = [broker.jvm, broker.controller_jvm, *(n.jvm for n in cluster.nodes.values())]
+    for service in services:
+        assert service.pid_file.is_relative_to(service.home)
+        assert "kafka.Kafka" in service.marks
+        assert any(mark.startswith(f"{service.home}/") for mark in service.marks)
+    assert len({s.marks for s in services}) == len(services)
+    assert [s.name for s in services[2:]] == ["Kafka node 1", "Kafka node 2"]

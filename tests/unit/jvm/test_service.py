@@ -20,7 +20,7 @@ import pytest
 
 from framework.errors import ConfigurationError
 from framework.jvm import service as service_mod
-from framework.jvm.process import alive, wait_exit
+from framework.jvm.process import alive, argv, wait_exit
 from framework.jvm.service import Service, await_ready, home_from_env, stop_together
 
 SLEEPER = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); "
@@ -63,6 +63,9 @@ def _foreign(children: list[int], *arguments: str, **popen) -> int:
     command = ["sh", "-c", "sleep 600; :", *arguments] if arguments else ["sleep", "600"]
     child = subprocess.Popen(command, start_new_session=True, **popen)
     children.append(child.pid)
+    deadline = time.monotonic() + EXIT_S
+    while not argv(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)  # exec'd: its command line shows
     return child.pid
 
 
