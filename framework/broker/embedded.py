@@ -152,10 +152,8 @@ class Broker:
         """A role's JVM: known by its main class and its properties file, which names the
         home."""
         marks = ("kafka.Kafka", str(role.config_file))
-        return Service(
-            name, self.home, role.pid_file, role.log_file, marks, BrokerError,
-            redact=self.credentials.redact,
-        )  # fmt: skip
+        files = (role.pid_file, role.log_file)
+        return Service(name, self.home, *files, marks, BrokerError, self.credentials.redact)
 
     # -- queries ------------------------------------------------------------------------
 
