@@ -145,15 +145,17 @@ class Broker:
         self.log_file = self.node.log_file
         self.down_file = self.home / "broker.down"  # when our stop or kill ended the broker
         self.lock = HomeLock(self.home)
-        self.jvm = self._service(self.node, "the broker")
-        self.controller_jvm = self._service(self.controller, "Kafka's controller")
+        self.jvm = self._service(self.node)
+        self.controller_jvm = self._service(self.controller)
 
-    def _service(self, role: Role, name: str) -> Service:
-        """A role's JVM: known by its main class and its properties file, which names the
-        home."""
+    def _service(self, role: Role, name: str | None = None) -> Service:
+        """A role's JVM (called `name` in messages, else the role's name): known by its main
+        class and its properties file, which names the home."""
         marks = ("kafka.Kafka", str(role.config_file))
         files = (role.pid_file, role.log_file)
-        return Service(name, self.home, *files, marks, BrokerError, self.credentials.redact)
+        return Service(
+            name or role.name, self.home, *files, marks, BrokerError, self.credentials.redact
+        )
 
     # -- queries ------------------------------------------------------------------------
 

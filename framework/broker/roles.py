@@ -30,9 +30,10 @@ warns that it will ignore them there from 5.0)."""
 
 @dataclass(frozen=True)
 class Role:
-    """The files of one Kafka JVM of a home: its properties, pid file, output and data."""
+    """One Kafka JVM of a home: what messages call it ("the broker", the combined node or the
+    broker alone, or "Kafka's controller") and its files: properties, pid file, output, data."""
 
-    name: str  # "broker" (the combined node, or the broker alone) or "controller"
+    name: str
     config_file: Path
     pid_file: Path
     log_file: Path
@@ -70,14 +71,14 @@ def write_properties(path: Path, settings: dict[str, str]) -> None:
 
 def broker_role(home: Path) -> Role:
     files = ("server.properties", "broker.pid", "broker.log", "data")
-    return Role("broker", *(home / name for name in files))
+    return Role("the broker", *(home / name for name in files))
 
 
 def controller_role(home: Path) -> Role:
     """Kept under `controller/` of the home; its data directory holds the metadata log."""
     folder = home / "controller"
     return Role(
-        "controller",
+        "Kafka's controller",
         folder / "controller.properties",
         folder / "controller.pid",
         folder / "controller.log",

@@ -22,6 +22,7 @@ from framework.broker.roles import (
 def test_a_broker_keeps_its_files_in_the_home_and_its_controller_in_a_folder_of_it(tmp_path):
     node, controller = broker_role(tmp_path), controller_role(tmp_path)
     assert node.pid_file == tmp_path / "broker.pid" and node.data_dir == tmp_path / "data"
+    assert (node.name, controller.name) == ("the broker", "Kafka's controller")
     assert node.config_file == tmp_path / "server.properties"
     folder = tmp_path / "controller"
     assert {controller.pid_file.parent, controller.log_file.parent} == {folder}
