@@ -35,7 +35,7 @@ REPO = BENCH.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from framework.broker.homes import bootstrap_from  # noqa: E402
+from framework.broker.bootstrap import bootstrap_from  # noqa: E402
 from framework.core.pipeline import Pipeline  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
 from framework.kafka.topics import create_topics, pipeline_topics  # noqa: E402
@@ -74,7 +74,7 @@ class Arguments(argparse.ArgumentParser):
 
     def parse(self, argv: Sequence[str] | None) -> argparse.Namespace:
         """Parse `argv`; a size not given is the run's (full or quick); the bootstrap address
-        is resolved once (`framework.broker.embedded.bootstrap_from`)."""
+        is resolved once (`framework.broker.bootstrap.bootstrap_from`)."""
         args = self.parse_args(argv)
         args.quick = getattr(args, "quick", False)
         for name, value in (self.quick if args.quick else self.full).items():

@@ -34,7 +34,7 @@ sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 import peers  # noqa: E402
 import summary  # noqa: E402
 
-from framework.broker.homes import bootstrap_from  # noqa: E402
+from framework.broker.bootstrap import bootstrap_from  # noqa: E402
 
 
 def discover() -> list[str]:

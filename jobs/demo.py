@@ -12,11 +12,11 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from framework.broker.homes import ensure_running
+from framework.broker.bootstrap import ensure_running
 from framework.cli.options import confirmed
 from framework.core.pipeline import Pipeline
-from framework.files import private_dir
 from framework.kafka.topics import create_topics, pipeline_topics
+from framework.private_files import private_dir
 
 
 def add_target(parser: argparse.ArgumentParser) -> None:

@@ -172,7 +172,7 @@ def create_topic(kafka: str, unique: Callable[[str], str]) -> Callable[..., str]
 def _container() -> Iterator[str]:
     from testcontainers.community.kafka import KafkaContainer
 
-    from framework.broker.embedded import SINGLE_NODE_SETTINGS
+    from framework.broker.settings import SINGLE_NODE_SETTINGS
 
     container = KafkaContainer(DOCKER_IMAGE).with_kraft()
     for key, value in SINGLE_NODE_SETTINGS.items():
@@ -203,7 +203,7 @@ def _embedded(home: Path) -> Iterator[str]:
         lease.unlink(missing_ok=True)
         raise
     try:
-        yield started.bootstrap
+        yield started.address
     finally:
         lease.unlink(missing_ok=True)
         with broker.lock():

@@ -13,7 +13,7 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from framework.broker.cluster import Cluster
-from framework.broker.host import QUIET
+from framework.broker.readiness import QUIET
 from framework.jvm.process import any_free_port
 from tests.support import TRANSACTIONS_LOG4J, Wordcount, unique_name
 from tests.support_toxiproxy import Toxiproxy, toxiproxy_server

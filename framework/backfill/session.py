@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from framework.errors import ConfigurationError
-from framework.files import write_private
 from framework.jvm.class_archive import ClassArchive
 from framework.jvm.jars import spark_jars
 from framework.kafka.config import java_settings
+from framework.private_files import write_private
 
 
 def spark_version() -> str:

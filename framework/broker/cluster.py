@@ -18,36 +18,29 @@ lose one either way (a quorum of two voters needs both).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from framework.broker.embedded import (
+from framework.broker.embedded import Broker, class_archive
+from framework.broker.readiness import (
+    QUIET,
+    coordinator_partition,
+    coordinators_serve,
+    registered_brokers,
+)
+from framework.broker.roles import cluster_node, new_cluster_id, write_properties
+from framework.broker.settings import (
     SINGLE_NODE_SETTINGS,
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
-    Broker,
-    Started,
-    _stderr,
-    class_archive,
+    BrokerError,
 )
-from framework.broker.host import QUIET, BrokerError, cluster_id, find_java, write_properties
-from framework.broker.readiness import coordinator_partition, coordinators_serve
-from framework.broker.roles import cluster_node
 from framework.jvm.jars import kafka_jars
-from framework.jvm.process import (
-    HomeLock,
-    alive,
-    any_free_port,
-    port_free,
-    read_json,
-    wait_exit,
-)
+from framework.jvm.process import HomeLock, any_free_port, find_java, port_free, read_json
+from framework.jvm.service import Say, Started, await_ready, say_to_stderr, stop_together
 from framework.kafka.topics import MAX_REPLICAS, MIN_INSYNC_REPLICAS
 
 MAX_NODES = 5
@@ -102,6 +95,7 @@ class ClusterNode(Broker):
         home, jvm_opts = cluster.home / f"node-{node}", [*NODE_JVM_OPTS, *cluster.jvm_opts]
         super().__init__(home, settings=cluster.settings, jvm_opts=jvm_opts)
         self.cluster, self.id = cluster, node
+        self.jvm = self._service(self.node, f"Kafka node {node}")
 
     def port(self) -> int | None:
         """The port clients use to reach this node (a proxy's, if it has one)."""
@@ -244,7 +238,7 @@ class Cluster:
         self,
         node: int | None = None,
         timeout: float = START_TIMEOUT_S,
-        say: Callable[[str], None] = _stderr,
+        say: Say = say_to_stderr,
     ) -> Started:
         """Start every node that is down (or node `node` alone) and return once the nodes
         started are registered and the cluster's group and transaction coordinators serve;
@@ -258,11 +252,11 @@ class Cluster:
             pids = {i: n.running_pid(say) for i, n in self.nodes.items()}
             down = [i for i in targets if pids[i] is None]
             if down:
-                java, jars = find_java(), kafka_jars()
+                java, jars = find_java("Kafka"), kafka_jars()
                 ports = self._choose_ports(running=[i for i, pid in pids.items() if pid])
                 (self.home / "cluster.json").write_text(json.dumps({"nodes": self.size}) + "\n")
                 formed = [n.node.cluster_id() for n in self.nodes.values() if n.node.formatted]
-                cluster = (formed or [cluster_id()])[0]
+                cluster = (formed or [new_cluster_id()])[0]
                 others_up = any(pid for i, pid in pids.items() if i not in down)
                 for i in down:
                     member = self.nodes[i]
@@ -289,19 +283,11 @@ class Cluster:
         if node is not None:
             return {node: self.nodes[self._node(node)].stop(timeout)}
         with self.lock():
-            pids = {i: n.running_pid() for i, n in self.nodes.items()}
-            for pid in filter(None, pids.values()):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
+            stopped = stop_together([n.jvm for n in self.nodes.values()], timeout)
+            pids = dict(zip(self.nodes, stopped, strict=True))
             for i, pid in pids.items():
-                if pid and not wait_exit(pid, max(0.0, deadline - time.monotonic())):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-                    wait_exit(pid, 10)
-                if pid:
+                if pid is not None:
                     self.nodes[i]._went_down()
-                self.nodes[i].pid_file.unlink(missing_ok=True)
             return pids
 
     def kill(self, node: int) -> int | None:
@@ -367,32 +353,16 @@ class Cluster:
         metadata, then until the group and transaction coordinators serve."""
         bootstrap = self.bootstrap()
         partitions = int(self.settings["offsets.topic.num.partitions"])
-        while time.monotonic() < deadline:
-            for i in targets:
-                if pids[i] and not alive(pids[i]):
-                    member = self.nodes[i]
-                    member.pid_file.unlink(missing_ok=True)
-                    raise BrokerError(
-                        f"Kafka node {i} exited while starting ({member._last_error()}); "
-                        f"see {member.log_file}"
-                    )
-            if set(targets) <= self._registered(bootstrap):
-                if coordinators_serve(bootstrap, {}, partitions, deadline):
-                    return
-                break
-            time.sleep(0.5)
-        raise BrokerError(
-            f"nodes {targets} of the cluster did not register, or its group and transaction "
-            f"coordinators did not load, within the timeout; see the logs under {self.home}"
-        )
+        watched = {self.nodes[i].jvm: pids[i] for i in targets if pids[i]}
 
-    @staticmethod
-    def _registered(bootstrap: str) -> set[int]:
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient
+        def ready() -> bool:
+            return set(targets) <= registered_brokers(bootstrap, {}) and coordinators_serve(
+                bootstrap, {}, partitions, deadline
+            )
 
-        admin = AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET})
-        try:
-            return set(admin.list_topics(timeout=2).brokers)
-        except KafkaException:
-            return set()
+        if not await_ready(watched, ready, deadline, interval=0.5):
+            raise BrokerError(
+                f"nodes {targets} of the cluster did not register, or its group and "
+                "transaction coordinators did not load, within the timeout; see the logs "
+                f"under {self.home}"
+            )

@@ -12,9 +12,10 @@ start --separate-controller`) runs its KRaft controller in a second JVM whose fi
 `controller/` (framework/broker/roles.py); a home is separated or combined for life, and
 `stop` stops both JVMs.
 
-Bootstrap addresses are resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`,
-else this broker (or a cluster, framework/broker/cluster.py), started if needed
-(framework/broker/homes.py).
+How its JVMs run is in `settings.py` and `roles.py`; each JVM's lifecycle (pid file, start,
+stop, kill, which process is ours) in framework/jvm/service.py. Bootstrap addresses are
+resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`, else this broker (or a
+cluster, framework/broker/cluster.py), started if needed (framework/broker/bootstrap.py).
 """
 
 from __future__ import annotations
@@ -23,31 +24,23 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from framework.broker.host import (
-    BrokerError,
-    cluster_id,
-    find_java,
-    metadata_answers,
-    write_properties,
-)
-from framework.broker.readiness import coordinators_serve
+from framework.broker.readiness import coordinators_serve, registered_brokers
 from framework.broker.roles import (
     CONTROLLER_ONLY,
     Role,
     broker_role,
     combined_node,
     controller_role,
+    new_cluster_id,
     separate_broker,
     separate_controller,
+    write_properties,
 )
 from framework.broker.security import (
     ADMIN_USER,
@@ -55,83 +48,40 @@ from framework.broker.security import (
     SecurityError,
     last_line,
 )
-from framework.files import PRIVATE_UMASK
+from framework.broker.settings import (
+    CONTROLLER_JVM_OPTS,
+    DEFAULT_PORT,
+    DEFAULT_SECURE_PORT,
+    FENCE_MARGIN_S,
+    HEARTBEAT_INTERVAL_MS,
+    JVM_OPTS,
+    SESSION_TIMEOUT_MS,
+    SINGLE_NODE_SETTINGS,
+    START_TIMEOUT_S,
+    STOP_MARGIN_S,
+    STOP_TIMEOUT_S,
+    BrokerError,
+)
 from framework.jvm.class_archive import ClassArchive
 from framework.jvm.jars import kafka_jars
 from framework.jvm.process import (
     HomeLock,
     accepts,
-    alive,
     any_free_port,
-    cmdline,
+    find_java,
     port_free,
     read_json,
     read_number,
-    terminate,
-    wait_exit,
 )
-
-DEFAULT_PORT = 9092
-DEFAULT_SECURE_PORT = 9094
-START_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 30.0
-JVM_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
-JVM_OPTS += ["-Djava.awt.headless=true"]
-CONTROLLER_JVM_OPTS = ["-Xms64m", "-Xmx256m"]
-"""A controller alone keeps only the cluster's metadata: a smaller heap than the broker's."""
-SESSION_TIMEOUT_MS = 9000
-"""Kafka's default `broker.session.timeout.ms`: how long after a broker's last heartbeat the
-controller fences it."""
-FENCE_MARGIN_S = 1.0
-"""Waited past a session's expiry, for the controller to fence and commit the fence."""
-HEARTBEAT_INTERVAL_MS = 2000
-"""Kafka's default `broker.heartbeat.interval.ms`."""
-STOP_MARGIN_S = 0.5
-"""Kept between a separated broker's kill at the end of its stop and the earliest fence."""
-
-TIMED_OUT_ABORT_SCAN_MS = "10000"
-"""How often the transaction coordinator aborts transactions past their timeout; its first scan
-comes this long after the broker starts. It must come after the restarted single node has
-settled its leadership: for a moment after a restart every partition is led by no broker (the
-node first acts on its replayed metadata, then the controller fences its previous incarnation
-and elects it again), and Kafka skips a transaction's markers to a partition without a leader,
-as if the partition were deleted, then records the transaction complete anyway. A transaction
-a SIGKILL left open is then timed out at the first scan; at 1 s that scan fell into that moment,
-its records stayed open in every partition it touched, and on `__consumer_offsets` its offsets
-stayed pending for good (`tests/integration/test_hanging_transactions.py`). Within 10 s the
-node has settled; an abandoned transaction is then aborted 10 to 20 s after it began (a
-restarted process aborts its own at once, through its transactional id)."""
-
-SINGLE_NODE_SETTINGS = {
-    # One node: every internal topic has one replica, and one in-sync replica is enough.
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "8",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-    "transaction.state.log.num.partitions": "8",
-    "share.coordinator.state.topic.replication.factor": "1",
-    "share.coordinator.state.topic.min.isr": "1",
-    "default.replication.factor": "1",
-    "min.insync.replicas": "1",
-    "num.partitions": "4",
-    # A typo in a stream name should fail loudly, not create an empty topic.
-    "auto.create.topics.enable": "false",
-    # Changelogs, timer journals and watermark channels are compacted topics.
-    "log.cleaner.enable": "true",
-    "log.cleaner.backoff.ms": "1000",
-    "log.cleaner.dedupe.buffer.size": str(32 * 1024 * 1024),
-    # The log is the truth: keep history so `logwheel reset --to earliest` can replay it.
-    "log.retention.ms": "-1",
-    "group.initial.rebalance.delay.ms": "0",
-    # Kafka's own 10 s, stated: a shorter one loses markers (TIMED_OUT_ABORT_SCAN_MS).
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": TIMED_OUT_ABORT_SCAN_MS,
-    # A controlled shutdown hands leadership to the other replicas; one node has none, so its
-    # partitions would have no leader while it still serves requests, and the markers of a
-    # transaction committed then are skipped like those after a restart (see above).
-    "controlled.shutdown.enable": "false",
-}
-"""Broker settings for a single node; docker-compose.yml and the test container use the same."""
-
+from framework.jvm.service import (
+    Say,
+    Service,
+    Started,
+    await_ready,
+    home_from_env,
+    say_to_stderr,
+)
+from framework.private_files import PRIVATE_UMASK
 
 _archives: dict[tuple[str, Path], ClassArchive] = {}
 
@@ -147,25 +97,11 @@ def class_archive(java: str, jars: Path) -> ClassArchive:
     return _archives[java, jars]
 
 
-@dataclass(frozen=True)
-class Started:
-    """The outcome of `Broker.start`."""
-
-    bootstrap: str
-    started: bool  # False when it was already running
-    seconds: float
-    pid: int
-
-
 def default_home(secure: bool = False) -> Path:
     """`LOGWHEEL_BROKER_DIR`, or `.logwheel/broker` (`.logwheel/secure-broker` for a secure
     one) under the current directory."""
     default = ".logwheel/secure-broker" if secure else ".logwheel/broker"
-    return Path(os.environ.get("LOGWHEEL_BROKER_DIR") or default)
-
-
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    return home_from_env("LOGWHEEL_BROKER_DIR", default)
 
 
 def _spinner(text: str) -> contextlib.AbstractContextManager:
@@ -209,40 +145,29 @@ class Broker:
         self.log_file = self.node.log_file
         self.down_file = self.home / "broker.down"  # when our stop or kill ended the broker
         self.lock = HomeLock(self.home)
+        self.jvm = self._service(self.node)
+        self.controller_jvm = self._service(self.controller)
+
+    def _service(self, role: Role, name: str | None = None) -> Service:
+        """A role's JVM (called `name` in messages, else the role's name): known by its main
+        class and its properties file, which names the home."""
+        marks = ("kafka.Kafka", str(role.config_file))
+        files = (role.pid_file, role.log_file)
+        return Service(
+            name or role.name, self.home, *files, marks, BrokerError, self.credentials.redact
+        )
 
     # -- queries ------------------------------------------------------------------------
 
-    def running_pid(self, say: Callable[[str], None] | None = None) -> int | None:
+    def running_pid(self, say: Say | None = None) -> int | None:
         """The pid of this home's broker process (the combined node, or the broker alone).
         With `say`, a stale pid file is removed (and said so) and a running broker whose pid
         file was lost is adopted."""
-        return self._running_pid(self.node, say)
+        return self.jvm.pid(say)
 
-    def controller_pid(self, say: Callable[[str], None] | None = None) -> int | None:
+    def controller_pid(self, say: Say | None = None) -> int | None:
         """The pid of this home's controller process in separated mode, else None."""
-        return self._running_pid(self.controller, say)
-
-    def _running_pid(self, role: Role, say: Callable[[str], None] | None) -> int | None:
-        pid = read_number(role.pid_file, int)
-        if pid is not None and self._is_ours(pid, role):
-            return pid
-        if say is None:
-            return self._find_orphan(role)
-        if pid is not None:
-            what = cmdline(pid) if alive(pid) else None
-            if what:
-                say(
-                    f"note: {role.pid_file} named pid {pid}, which is now another program "
-                    f"({what[:60]}); ignoring that stale pid file"
-                )
-            else:
-                say(f"note: removed a stale pid file ({role.pid_file}: pid {pid} is gone)")
-            role.pid_file.unlink(missing_ok=True)
-        orphan = self._find_orphan(role)
-        if orphan is not None:
-            say(f"note: adopting {role.name} pid {orphan}, which had lost its pid file")
-            role.pid_file.write_text(f"{orphan}\n")
-        return orphan
+        return self.controller_jvm.pid(say)
 
     def port(self) -> int | None:
         """The client port chosen at the first start, if any."""
@@ -262,7 +187,7 @@ class Broker:
         self,
         port: int | None = None,
         timeout: float = START_TIMEOUT_S,
-        say: Callable[[str], None] = _stderr,
+        say: Say = say_to_stderr,
     ) -> Started:
         """Start the broker unless it runs; idempotent.
 
@@ -277,10 +202,10 @@ class Broker:
             controller_up = not self.separate or controller_pid is not None
             if pid is not None and controller_up:
                 bootstrap = f"127.0.0.1:{self.port()}"
-                self._wait_ready(pid, bootstrap, timeout, began)
+                self._wait_ready(pid, controller_pid, bootstrap, timeout, began)
                 return Started(bootstrap, False, time.monotonic() - began, pid)
             self._check_mode()
-            java = find_java()
+            java = find_java("Kafka")
             jars = kafka_jars()
             if self.secure:
                 self._make_credentials(java)
@@ -288,12 +213,15 @@ class Broker:
             running += ("controller_port",) if controller_pid is not None else ()
             ports = self._choose_ports(port, running)
             self._write_config(ports)
-            cluster = self.node.cluster_id() or self.controller.cluster_id() or cluster_id()
+            cluster = self.node.cluster_id() or self.controller.cluster_id() or new_cluster_id()
             if not controller_up:
                 self._format(java, jars, self.controller, cluster)
-                cpid = self._spawn(java, jars, self.controller)
+                controller_pid = self._spawn(java, jars, self.controller)
                 log_file = self.controller.log_file
-                say(f"starting Kafka's controller in {self.home} (pid {cpid}, log {log_file}) ...")
+                say(
+                    f"starting Kafka's controller in {self.home} (pid {controller_pid}, "
+                    f"log {log_file}) ..."
+                )
             if pid is None:
                 if self.separate:
                     fresh = None if controller_up else ports["controller_port"]
@@ -303,7 +231,7 @@ class Broker:
                 say(f"starting Kafka in {self.home} (pid {pid}, log {self.log_file}) ...")
             bootstrap = f"127.0.0.1:{ports['port']}"
             with _spinner(f"waiting for Kafka on {bootstrap}"):
-                self._wait_ready(pid, bootstrap, timeout, began)
+                self._wait_ready(pid, controller_pid, bootstrap, timeout, began)
             class_archive(java, jars).build(java, f"{jars}/*")
             return Started(bootstrap, True, time.monotonic() - began, pid)
 
@@ -317,21 +245,20 @@ class Broker:
         unless `keep_controller` (a separated broker restarted under a running controller, as
         a production broker is); the broker's pid, or None."""
         with self.lock():
-            pid = self._stop(self.node, timeout)
+            pid = self.jvm.stop(self.stop_timeout(timeout))
+            if pid is not None:
+                self._went_down()
             if not keep_controller:
-                self._stop(self.controller, timeout)
+                self.controller_jvm.stop(timeout)
             return pid
 
     def kill(self) -> int | None:
         """SIGKILL the broker process, as a crash would (a separated broker's controller stays
         up); for tests of faults. The pid it had, or None."""
         with self.lock():
-            pid = self.running_pid()
+            pid = self.jvm.kill()
             if pid is not None:
-                os.kill(pid, signal.SIGKILL)
-                wait_exit(pid, 30)
                 self._went_down()
-            self.pid_file.unlink(missing_ok=True)
             return pid
 
     def stop_timeout(self, timeout: float = STOP_TIMEOUT_S) -> float:
@@ -350,17 +277,6 @@ class Broker:
         session = int(self.settings.get("broker.session.timeout.ms", SESSION_TIMEOUT_MS))
         beat = int(self.settings.get("broker.heartbeat.interval.ms", HEARTBEAT_INTERVAL_MS))
         return min(timeout, max(STOP_MARGIN_S, (session - beat) / 1000 - STOP_MARGIN_S))
-
-    def _stop(self, role: Role, timeout: float) -> int | None:
-        pid = self._running_pid(role, say=lambda _: None)
-        if pid is not None:
-            if role is self.node:
-                timeout = self.stop_timeout(timeout)
-            terminate(pid, timeout, role.name)
-            if role is self.node:
-                self._went_down()
-        role.pid_file.unlink(missing_ok=True)
-        return pid
 
     def _went_down(self) -> None:
         self.down_file.write_text(f"{time.time():.3f}\n")
@@ -512,9 +428,7 @@ class Broker:
             raise BrokerError(f"formatting {role.data_dir} failed: {reason}")
 
     def _spawn(self, java: str, jars: Path, role: Role) -> int:
-        """Start a role's JVM detached from this process (own session, output to its log)."""
-        if role.log_file.exists() and role.log_file.stat().st_size > 20_000_000:
-            role.log_file.replace(role.log_file.with_suffix(".log.1"))
+        """Start a role's JVM (`Service.spawn`); its pid."""
         extra = [*self.jvm_opts, *os.environ.get("LOGWHEEL_BROKER_JVM_OPTS", "").split()]
         if role is self.controller:
             extra += CONTROLLER_JVM_OPTS
@@ -524,74 +438,40 @@ class Broker:
         command = [java, *self._jvm_flags(), *sharing.split(), *extra, "-cp", f"{jars}/*"]
         command.append("kafka.Kafka")
         command.append(str(role.config_file))
-        with open(role.log_file, "ab") as out:
-            process = subprocess.Popen(
-                command,
-                cwd=self.home,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                umask=PRIVATE_UMASK,  # its data and metadata log: the owner's alone
-            )
-        role.pid_file.write_text(f"{process.pid}\n")
+        pid = (self.controller_jvm if role is self.controller else self.jvm).spawn(command)
         if role is self.node:
             self.down_file.unlink(missing_ok=True)
-        return process.pid
+        return pid
 
     def _jvm_flags(self) -> list[str]:
         log4j = resources.files("framework.jvm") / "log4j2.properties"
         return [*JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}"]
 
-    def _wait_ready(self, pid: int, bootstrap: str, timeout: float, began: float) -> None:
+    def _wait_ready(
+        self, pid: int, controller_pid: int | None, bootstrap: str, timeout: float, began: float
+    ) -> None:
         """Wait until an AdminClient sees the broker in the cluster metadata, then until its
-        group and transaction coordinators serve (broker/readiness.py)."""
+        group and transaction coordinators serve (broker/readiness.py); a broker that never
+        does is stopped."""
         deadline = began + timeout
-        while time.monotonic() < deadline:
-            if not alive(pid):
-                self.pid_file.unlink(missing_ok=True)
-                raise BrokerError(
-                    f"the broker exited while starting ({self._last_error()}); see {self.log_file}"
-                )
-            if self.separate and self.controller_pid() is None:
-                log_file = self.controller.log_file
-                raise BrokerError(
-                    f"Kafka's controller exited while the broker started "
-                    f"({self._last_error(self.controller)}); see {log_file}"
-                )
-            port = int(bootstrap.rsplit(":", 1)[1])
-            settings = self.client_settings()
-            if accepts(port) and metadata_answers(bootstrap, settings):
-                partitions = int(SINGLE_NODE_SETTINGS["offsets.topic.num.partitions"])
-                if coordinators_serve(bootstrap, settings, partitions, deadline):
-                    return
-                break
-            time.sleep(0.2)
+        port = int(bootstrap.rsplit(":", 1)[1])
+        settings = self.client_settings()
+        partitions = int(SINGLE_NODE_SETTINGS["offsets.topic.num.partitions"])
+        watched = {self.jvm: pid}
+        if controller_pid is not None:
+            watched[self.controller_jvm] = controller_pid
+
+        def ready() -> bool:
+            return (
+                accepts(port)
+                and bool(registered_brokers(bootstrap, settings))
+                and coordinators_serve(bootstrap, settings, partitions, deadline)
+            )
+
+        if await_ready(watched, ready, deadline):
+            return
         self.stop()
         raise BrokerError(
             f"the broker did not answer on {bootstrap}, or its group and transaction "
             f"coordinators did not load, within {timeout:.0f}s; see {self.log_file}"
         )
-
-    def _last_error(self, role: Role | None = None) -> str:
-        try:
-            lines = (role or self.node).log_file.read_text(errors="replace").splitlines()[-200:]
-        except OSError:
-            return "no log"
-        errors = [line for line in lines if "ERROR" in line or "Exception" in line]
-        return self.credentials.redact((errors or lines or ["no log output"])[-1].strip()[:300])
-
-    def _is_ours(self, pid: int, role: Role | None = None) -> bool:
-        command = cmdline(pid) if alive(pid) else None
-        config = str((role or self.node).config_file)
-        return bool(command) and "kafka.Kafka" in command and config in command
-
-    def _find_orphan(self, role: Role) -> int | None:
-        """A running JVM of this home's `role` whose pid file is lost (Linux /proc only)."""
-        proc = Path("/proc")
-        if not proc.is_dir():
-            return None
-        for entry in proc.iterdir():
-            if entry.name.isdigit() and self._is_ours(int(entry.name), role):
-                return int(entry.name)
-        return None

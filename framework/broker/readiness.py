@@ -1,5 +1,5 @@
-"""When a new broker can serve a job: not when it first answers metadata, but once its group
-and transaction coordinators are loaded.
+"""When a new broker can serve a job: not when it first answers metadata, but once it is
+registered and its group and transaction coordinators are loaded.
 
 On a brand-new broker `__consumer_offsets` and `__transaction_state` do not exist yet; the
 first FindCoordinator creates them, and until their partitions are loaded an OffsetFetch meets
@@ -11,14 +11,28 @@ producer has completed `init_transactions`.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-
-from framework.broker.host import QUIET
+from confluent_kafka.admin import AdminClient
 
 PROBE = "logwheel-ready"
+QUIET = logging.getLogger("logwheel.broker.librdkafka")
+"""Where the broker's probing clients log: nowhere (a broker still starting refuses them)."""
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
+
+
+def registered_brokers(bootstrap: str, settings: dict[str, str]) -> set[int]:
+    """The node ids of the brokers registered (unfenced) in the metadata that `bootstrap`
+    serves; none while nothing answers there."""
+    admin = AdminClient({**settings, "bootstrap.servers": bootstrap, "logger": QUIET})
+    try:
+        return set(admin.list_topics(timeout=2).brokers)
+    except KafkaException:
+        return set()
 
 
 def java_hash(text: str) -> int:

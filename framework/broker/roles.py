@@ -1,4 +1,4 @@
-"""The JVMs of an embedded broker and the properties each runs with.
+"""The JVMs of an embedded broker, the properties each runs with, and its cluster id.
 
 By default one JVM is the whole cluster: a KRaft "combined" node (`process.roles=broker,
 controller`). In separated mode (`Broker(home, separate_controller=True)`) the KRaft controller
@@ -12,8 +12,12 @@ controller port may change between starts without reformatting.
 
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from framework.private_files import write_private
 
 BROKER_ID = 1
 """The broker's node id, in either mode: partitions are led by node 1."""
@@ -26,9 +30,10 @@ warns that it will ignore them there from 5.0)."""
 
 @dataclass(frozen=True)
 class Role:
-    """The files of one Kafka JVM of a home: its properties, pid file, output and data."""
+    """One Kafka JVM of a home: what messages call it ("the broker", the combined node or the
+    broker alone, or "Kafka's controller") and its files: properties, pid file, output, data."""
 
-    name: str  # "broker" (the combined node, or the broker alone) or "controller"
+    name: str
     config_file: Path
     pid_file: Path
     log_file: Path
@@ -48,16 +53,32 @@ class Role:
         return found[0] if found else None
 
 
+def new_cluster_id() -> str:
+    """A random KRaft cluster id, as `kafka-storage random-uuid` makes one: 16 bytes,
+    URL-safe base64 without padding, not led by '-' (it would read as an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def write_properties(path: Path, settings: dict[str, str]) -> None:
+    """Write a JVM's properties file, 0600: a secure broker's holds the key stores' and its
+    own user's passwords."""
+    lines = [f"{k}={v}" for k, v in settings.items()]
+    write_private(path, "# written by logwheel at every start\n" + "\n".join(lines))
+
+
 def broker_role(home: Path) -> Role:
     files = ("server.properties", "broker.pid", "broker.log", "data")
-    return Role("broker", *(home / name for name in files))
+    return Role("the broker", *(home / name for name in files))
 
 
 def controller_role(home: Path) -> Role:
     """Kept under `controller/` of the home; its data directory holds the metadata log."""
     folder = home / "controller"
     return Role(
-        "controller",
+        "Kafka's controller",
         folder / "controller.properties",
         folder / "controller.pid",
         folder / "controller.log",

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from framework.errors import ConfigurationError
-from framework.files import write_private
+from framework.private_files import write_private
 
 ADMIN_USER = "admin"
 JOB_USER = "job"

@@ -62,7 +62,7 @@ def register_acls(commands: argparse._SubParsersAction) -> None:
 
 
 def acls_command(args: argparse.Namespace) -> int:
-    from framework.broker.homes import bootstrap_from
+    from framework.broker.bootstrap import bootstrap_from
     from framework.errors import ConfigurationError
     from framework.streaming.loading import kafka_settings, load_pipeline
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from framework.broker.bootstrap import open_home
 from framework.broker.cluster import Cluster
-from framework.broker.embedded import Broker, BrokerError, default_home
-from framework.broker.homes import open_home
+from framework.broker.embedded import Broker, default_home
+from framework.broker.settings import BrokerError
 
 NOT_RUNNING = 3
 """Exit code of `broker status` when the broker is not running (as for LSB init scripts)."""
@@ -86,7 +87,7 @@ def broker_start(args: argparse.Namespace) -> int:
     if isinstance(target, Cluster):
         started = target.start(node=args.node, timeout=args.timeout)
         print("\n".join(_describe(target)))
-        print(started.bootstrap, flush=True)
+        print(started.address, flush=True)
         return 0
     broker = Broker(home, secure=args.secure, separate_controller=args.separate_controller)
     started = broker.start(timeout=args.timeout)
@@ -95,8 +96,8 @@ def broker_start(args: argparse.Namespace) -> int:
     else:
         print(f"broker already running (pid {started.pid}), answered in {started.seconds:.1f}s")
     if broker.secure:
-        print("\n".join(broker.credentials.describe(started.bootstrap)))
-    print(started.bootstrap, flush=True)
+        print("\n".join(broker.credentials.describe(started.address)))
+    print(started.address, flush=True)
     return 0
 
 

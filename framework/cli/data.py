@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from framework.broker.homes import bootstrap_from
+from framework.broker.bootstrap import bootstrap_from
 from framework.cli.options import add_bootstrap
 from framework.errors import ConfigurationError
 

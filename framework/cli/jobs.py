@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from framework.broker.homes import bootstrap_from
+from framework.broker.bootstrap import bootstrap_from
 from framework.cli.options import add_bootstrap, confirmed, env_int
 
 

@@ -53,7 +53,7 @@ def registry_start(args: argparse.Namespace) -> int:
         print(f"registry ready in {started.seconds:.1f}s (pid {started.pid})")
     else:
         print(f"registry already running (pid {started.pid}), answered in {started.seconds:.1f}s")
-    print(started.url, flush=True)
+    print(started.address, flush=True)
     return 0
 
 

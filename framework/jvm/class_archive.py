@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 from typing import IO
 
-from framework.files import private_dir
 from framework.jvm.jars import home
+from framework.private_files import private_dir
 
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 """The JVM's CDS messages (a class it cannot archive, an archive it cannot use) go to stdout

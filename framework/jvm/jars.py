@@ -31,7 +31,7 @@ from pathlib import Path
 from rich.console import Console
 
 from framework.errors import ConfigurationError
-from framework.files import private_dir
+from framework.private_files import private_dir
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:2.8"

@@ -1,8 +1,10 @@
-"""The machine a local JVM part runs on: Java, processes, ports and small state files.
+"""What a local JVM part asks of the machine: Java, processes, ports, small state files and a
+lock on its home.
 
 The embedded broker and the embedded Schema Registry are both Java processes that logwheel
 starts detached, finds again by pid file, and stops; what they ask the operating system is
-the same, so it lives here, below both (they may not import each other).
+the same, so it lives here, below both (they may not import each other), and their lifecycle
+above it (`service.py`).
 """
 
 from __future__ import annotations
@@ -10,25 +12,22 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import logging
 import os
 import random
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
 from framework.errors import ConfigurationError
-from framework.files import private_dir
+from framework.private_files import private_dir
 
 MIN_JAVA = 17
 N = TypeVar("N", int, float)
-log = logging.getLogger(__name__)
 
 
 def find_java(needed_by: str) -> str:
@@ -73,12 +72,21 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
-def cmdline(pid: int) -> str:
-    """The command line of `pid`, its arguments joined by spaces ("" if unknown)."""
+def argv(pid: int) -> list[str]:
+    """The command line of `pid`, argument by argument ([] if unknown)."""
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return ""
+        return []
+    return raw.decode(errors="replace").rstrip("\0").split("\0") if raw else []
+
+
+def owner(pid: int) -> int | None:
+    """The uid `pid` runs under (None if it is gone)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
 
 
 def wait_exit(pid: int, timeout: float) -> bool:
@@ -89,30 +97,6 @@ def wait_exit(pid: int, timeout: float) -> bool:
             return True
         time.sleep(0.1)
     return not alive(pid)
-
-
-def terminate(pid: int, timeout: float, what: str) -> None:
-    """SIGTERM `pid` (a JVM then runs its shutdown hooks: a clean close of its files), and
-    SIGKILL it if it has not exited after `timeout` s."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    if not wait_exit(pid, timeout):
-        log.warning("%s pid %d still ran %.1fs after SIGTERM; killing it", what, pid, timeout)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        wait_exit(pid, 10)
-
-
-def find_process(matches: Callable[[str], bool]) -> int | None:
-    """The pid of a running process whose command line `matches` (Linux /proc only): a JVM
-    of ours whose pid file was lost."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return None
-    for entry in proc.iterdir():
-        if entry.name.isdigit() and alive(int(entry.name)) and matches(cmdline(int(entry.name))):
-            return int(entry.name)
-    return None
 
 
 # -- ports --------------------------------------------------------------------------------

@@ -65,15 +65,16 @@ def jvm_command(java: str, jar: Path, home: Path, port: int, extra: list[str]) -
         "-Dquarkus.http.host=127.0.0.1",
         f"-Dquarkus.http.port={port}",
         f"-Dquarkus.datasource.jdbc.url={jdbc_url(home / 'data')}",
-        f"-D{HOME_PROPERTY}={home}",
+        home_mark(home),
         "-jar",
         str(jar),
     ]
 
 
-def is_registry_of(command: str, home: Path) -> bool:
-    """Whether a process's command line (arguments joined by spaces) is `home`'s registry."""
-    return f" -D{HOME_PROPERTY}={home} -jar " in f" {command} "
+def home_mark(home: Path) -> str:
+    """The argument of the registry's command line that names its home: how a running process
+    is known to be `home`'s registry (framework/jvm/service.py)."""
+    return f"-D{HOME_PROPERTY}={home}"
 
 
 def choose_port(

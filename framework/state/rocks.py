@@ -11,7 +11,7 @@ from typing import Any
 
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
-from framework.files import private_dir
+from framework.private_files import private_dir
 
 
 def open_raw(path: Path) -> Rdict:

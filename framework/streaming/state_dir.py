@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO
 
 from framework.core.pipeline import PipelineError
-from framework.files import private_dir, write_private
+from framework.private_files import private_dir, write_private
 
 
 def lock_state_dir(directory: Path) -> IO:

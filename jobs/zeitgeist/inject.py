@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from framework.broker.homes import bootstrap_from
+from framework.broker.bootstrap import bootstrap_from
 from framework.core.clock import now_ms
 from framework.streaming.injector import Injector
 from jobs.zeitgeist import INJECTOR, pipeline

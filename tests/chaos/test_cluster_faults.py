@@ -16,7 +16,7 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from framework.broker.host import QUIET
+from framework.broker.readiness import QUIET
 from framework.kafka.topic_ends import end_offsets
 from tests.support import Wordcount, wait_for
 from tests.support_cluster import (

@@ -56,7 +56,7 @@ def test_a_fresh_broker_serves_its_first_group_at_once_ten_starts_in_a_row(tmp_p
         broker = Broker(tmp_path / f"broker-{start}")
         started = broker.start(port=0, say=lambda _: None)
         try:
-            assert _first_group_sees_committed_records(started.bootstrap) == 10, (
+            assert _first_group_sees_committed_records(started.address) == 10, (
                 f"start {start + 1}: the first group missed records"
             )
         finally:

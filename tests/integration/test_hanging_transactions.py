@@ -5,7 +5,7 @@ its transactional offset commit does not stay pending in the group coordinator.
 Kafka skips a transaction's markers to a partition that has no leader and records the
 transaction complete anyway. Right after a restart the single node's partitions have no leader
 for a moment; the transaction coordinator's first scan for timed-out transactions used to fall
-into it (`framework.broker.embedded.TIMED_OUT_ABORT_SCAN_MS`). Both tests run on a combined
+into it (`framework.broker.settings.TIMED_OUT_ABORT_SCAN_MS`). Both tests run on a combined
 node and on
 a broker whose controller runs in a JVM of its own (the seeded chaos run's broker). A broker of
 its own: the test kills it.
@@ -80,7 +80,7 @@ def test_a_transaction_open_at_a_sigkill_is_aborted_everywhere_after_the_restart
     tmp_path, separate
 ):
     broker = _broker(tmp_path / "broker", separate)
-    bootstrap = broker.start(port=0, say=lambda _: None).bootstrap
+    bootstrap = broker.start(port=0, say=lambda _: None).address
     try:
         topic, group = "input", "hanging-group"
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -131,7 +131,7 @@ def test_a_stopping_node_never_serves_its_partitions_leaderless(tmp_path, separa
     an EndTxn accepted then would have its markers skipped (seen in the seeded chaos run: a
     PrepareCommit at the stop completed 1 ms later with no marker on __consumer_offsets)."""
     broker = _broker(tmp_path / "broker", separate)
-    bootstrap = broker.start(port=0, say=lambda _: None).bootstrap
+    bootstrap = broker.start(port=0, say=lambda _: None).address
     topic = "stopping"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)

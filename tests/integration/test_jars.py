@@ -26,7 +26,7 @@ def test_a_fresh_jar_cache_is_filled_once_and_a_broker_runs_from_it(tmp_path, mo
     broker = Broker(tmp_path / "broker")
     started = broker.start(port=0, say=lambda _: None)
     try:
-        assert started.bootstrap.startswith("127.0.0.1:")
+        assert started.address.startswith("127.0.0.1:")
     finally:
         broker.stop()
 

@@ -35,13 +35,13 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from framework.broker import host
 from framework.broker.embedded import Broker
 from framework.broker.security import ADMIN_USER, JOB_USER, PASSWORD_VARS
 from framework.core.api import Computation
 from framework.core.pipeline import InjectorWatermark, Pipeline
 from framework.errors import ConfigurationError
 from framework.jvm.jars import kafka_jars
+from framework.jvm.process import find_java
 from framework.kafka.topics import pipeline_topics
 from framework.ops.acls import create_acls, injector_acls
 from framework.streaming.injector import Injector
@@ -53,7 +53,7 @@ pytestmark = pytest.mark.timeout(600)
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory) -> Broker:
     try:  # a machine with Docker instead of Java runs the other suites, not this one
-        host.find_java(), kafka_jars()
+        find_java("Kafka"), kafka_jars()
     except ConfigurationError as missing:
         pytest.skip(f"the secure broker is the embedded one: {missing}")
     broker = Broker(tmp_path_factory.mktemp("secure-broker"), secure=True)

@@ -85,12 +85,12 @@ def test_a_killed_broker_comes_back_under_the_same_controller_and_stop_ends_both
 
         _sigkill(started.pid)
         again = broker.start(port=0, say=lambda _: None)
-        assert again.started and again.bootstrap == started.bootstrap
+        assert again.started and again.address == started.address
         assert broker.controller_pid() == controller
 
         broker.stop(keep_controller=True)
         assert broker.running_pid() is None and broker.controller_pid() == controller
-        assert broker.start(port=0, say=lambda _: None).bootstrap == started.bootstrap
+        assert broker.start(port=0, say=lambda _: None).address == started.address
     finally:
         Broker(home).stop()  # a home made separated stays so: stop finds its controller
     assert _jvms_of(home) == []
@@ -102,7 +102,7 @@ def test_a_broker_restarted_at_once_loads_its_transactions_only_as_the_elected_l
     never at the stale one its previous incarnation led at (that load is followed by the
     fence, when markers it sends are skipped for partitions without a leader)."""
     broker = _separated(tmp_path / "broker")
-    bootstrap = broker.start(port=0, say=lambda _: None).bootstrap
+    bootstrap = broker.start(port=0, say=lambda _: None).address
     try:
         producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "restarted"})
         producer.init_transactions(30)

@@ -38,8 +38,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from framework.broker.host import find_java
 from framework.jvm.jars import kafka_tools_classpath
+from framework.jvm.process import find_java
 from tests.chaos.seeded.faults import Instance
 from tests.chaos.seeded.schedule import Fault
 from tests.support_cluster import running_cluster
@@ -206,7 +206,7 @@ class ClusterBroker:
     def find_hanging(self) -> list[str]:
         """Kafka's `kafka-transactions.sh find-hanging` against every node: a row for each
         transaction open past the timeout that its coordinator does not know as ongoing."""
-        java, classpath = find_java(), kafka_tools_classpath()
+        java, classpath = find_java("Kafka"), kafka_tools_classpath()
         rows = []
         for node in sorted(self.cluster.nodes):
             command = [java, "-Xmx128m", "-cp", classpath, TRANSACTIONS_COMMAND]

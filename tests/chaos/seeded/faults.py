@@ -71,7 +71,7 @@ class ChaosBroker:
                     raise
                 log.warning("broker start: %s; trying again", error)
                 time.sleep(1)
-        self.bootstrap = started.bootstrap
+        self.bootstrap = started.address
         self.port = int(self.bootstrap.rsplit(":", 1)[1])
         return self.bootstrap
 

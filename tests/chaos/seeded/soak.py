@@ -25,7 +25,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from framework.broker.host import QUIET
+from framework.broker.readiness import QUIET
 from framework.ops.status import status
 from tests.chaos.seeded.cluster import ClusterBroker
 from tests.chaos.seeded.faults import CLIENT_SETTINGS, FaultInjector, instances_of, write_config

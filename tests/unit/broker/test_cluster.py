@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from framework.broker.bootstrap import open_home
 from framework.broker.cluster import Cluster, cluster_settings, cluster_size
-from framework.broker.embedded import BrokerError
-from framework.broker.homes import open_home
 from framework.broker.roles import cluster_node
+from framework.broker.settings import BrokerError
 
 
 @pytest.fixture

@@ -1,17 +1,19 @@
 """The embedded broker's decisions that need no JVM: ports, config, environment checks."""
 
 import json
+import os
 import re
 import socket
-import stat
 from pathlib import Path
 
 import pytest
 
-from framework.broker import embedded as broker_mod
-from framework.broker import host
-from framework.broker.embedded import Broker, BrokerError
+from framework.broker import settings as broker_settings
+from framework.broker.cluster import Cluster
+from framework.broker.embedded import Broker
+from framework.broker.settings import BrokerError
 from framework.jvm import process
+from framework.jvm.service import Service
 
 
 @pytest.fixture
@@ -40,16 +42,6 @@ def test_ports_are_persisted_and_reused(home):
     assert _choose(home) == first
     assert _choose(home, 0) == first
     assert first["port"] != first["controller_port"]
-
-
-def test_chosen_ports_lie_below_the_ephemeral_range(tmp_path):
-    """A port in the kernel's ephemeral range may be taken by a client's outgoing connection
-    while the broker starts."""
-    assert process.ephemeral_low() > 10_000
-    ports = [process.any_free_port() for _ in range(50)]
-    assert all(port < process.ephemeral_low() for port in ports)
-    (tmp_path / "range").write_text("20000\t60999\n")
-    assert process.ephemeral_low(tmp_path / "range") == 20000
 
 
 def test_env_port_is_used(home, monkeypatch):
@@ -135,57 +127,16 @@ def test_a_home_keeps_its_mode(home):
 def test_compose_broker_has_the_single_node_settings():
     """docker-compose.yml's broker runs the settings the embedded one does, among them the
     timed-out-transaction scan that keeps transaction markers from being skipped after a
-    restart (`framework.broker.embedded.TIMED_OUT_ABORT_SCAN_MS`)."""
-    compose = (Path(broker_mod.__file__).parents[2] / "docker-compose.yml").read_text()
+    restart (`framework.broker.settings.TIMED_OUT_ABORT_SCAN_MS`)."""
+    compose = (Path(broker_settings.__file__).parents[2] / "docker-compose.yml").read_text()
     env = dict(re.findall(r"^\s+(KAFKA_[A-Z0-9_]+): \"?([^\"\n]*)\"?$", compose, re.M))
-    for key, value in broker_mod.SINGLE_NODE_SETTINGS.items():
+    for key, value in broker_settings.SINGLE_NODE_SETTINGS.items():
         assert env.get("KAFKA_" + key.upper().replace(".", "_")) == value, key
 
 
-def test_cluster_ids_look_like_kafka_uuids():
-    for _ in range(200):
-        cid = host.cluster_id()
-        assert len(cid) == 22 and not cid.startswith("-") and "=" not in cid
-
-
-def _fake_java(tmp_path, version_line):
-    java = tmp_path / "bin" / "java"
-    java.parent.mkdir()
-    java.write_text(f"#!/bin/sh\necho '{version_line}' >&2\n")
-    java.chmod(java.stat().st_mode | stat.S_IEXEC)
-    return java.parent
-
-
-def test_java_8_is_refused_with_the_fix(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(_fake_java(tmp_path, 'java version "1.8.0_292"')))
-    with pytest.raises(BrokerError, match=r"Java 8; .*install Java 17\+"):
-        host.find_java()
-
-
-def test_java_21_is_accepted(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(_fake_java(tmp_path, 'openjdk version "21.0.2" 2024-01-16')))
-    assert host.find_java().endswith("/java")
-
-
-def test_no_java_names_the_package(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(BrokerError, match="apt-get install openjdk-17-jre-headless"):
-        host.find_java()
-
-
-def test_stale_pid_file_is_removed_and_said(home):
-    broker = Broker(home)
-    broker.home.mkdir(parents=True)
-    broker.pid_file.write_text("999999999\n")
-    said = []
-    assert broker.running_pid(said.append) is None
-    assert not broker.pid_file.exists()
-    assert "stale pid file" in said[0]
-
-
 def test_a_live_pid_of_another_program_is_not_ours(home):
-    import os
-
+    """This very test process stands in for a program that took the pid of a dead broker: the
+    pid file is stale, and stop never signals it (or the test would die)."""
     broker = Broker(home)
     broker.home.mkdir(parents=True)
     broker.pid_file.write_text(f"{os.getpid()}\n")
@@ -193,17 +144,6 @@ def test_a_live_pid_of_another_program_is_not_ours(home):
     assert broker.running_pid(said.append) is None
     assert "another program" in said[0]
     assert broker.stop() is None  # and stop never signals it
-
-
-def test_bootstrap_resolution_prefers_flag_then_env(monkeypatch):
-    from framework.broker import homes
-
-    monkeypatch.setenv("LOGWHEEL_BOOTSTRAP", "env:9092")
-    assert homes.bootstrap_from("flag:9092") == "flag:9092"
-    assert homes.bootstrap_from(None) == "env:9092"
-    monkeypatch.delenv("LOGWHEEL_BOOTSTRAP")
-    monkeypatch.setattr(homes, "ensure_running", lambda: "embedded:1")
-    assert homes.bootstrap_from(None) == "embedded:1"
 
 
 def test_a_separated_brokers_stop_ends_its_jvm_before_the_controller_can_fence_it(
@@ -218,10 +158,28 @@ def test_a_separated_brokers_stop_ends_its_jvm_before_the_controller_can_fence_i
     assert Broker(home.with_name("defaults"), separate_controller=True).stop_timeout() == 6.5
     assert Broker(home.with_name("combined"), settings=fast).stop_timeout() == 30.0
     separated.home.mkdir(parents=True)
-    monkeypatch.setattr(Broker, "_running_pid", lambda self, role, say: 4242)
     signalled = []
-    monkeypatch.setattr(broker_mod, "terminate", lambda pid, t, what: signalled.append((what, t)))
+
+    def stop(service, timeout):
+        signalled.append((service.name, timeout))
+        return 4242
+
+    monkeypatch.setattr(Service, "stop", stop)
     separated.stop(keep_controller=True)
-    assert signalled == [(separated.node.name, 1.0)]
+    assert signalled == [("the broker", 1.0)]
     separated.stop()
-    assert signalled[1:] == [(separated.node.name, 1.0), (separated.controller.name, 30.0)]
+    assert signalled[1:] == [("the broker", 1.0), ("Kafka's controller", 30.0)]
+    assert separated.down_file.exists()  # when it went down: its fencing counts from then
+
+
+def test_each_jvm_of_a_home_is_known_by_its_properties_file_there(tmp_path):
+    """A pid file is trusted only for a process whose command line names the home
+    (framework/jvm/service.py): each JVM's names its own properties file, in its home."""
+    broker, cluster = Broker(tmp_path / "b"), Cluster(tmp_path / "c", 2)
+    services = [broker.jvm, broker.controller_jvm, *(n.jvm for n in cluster.nodes.values())]
+    for service in services:
+        assert service.pid_file.is_relative_to(service.home)
+        assert "kafka.Kafka" in service.marks
+        assert any(mark.startswith(f"{service.home}/") for mark in service.marks)
+    assert len({s.marks for s in services}) == len(services)
+    assert [s.name for s in services[2:]] == ["Kafka node 1", "Kafka node 2"]

@@ -1,9 +1,16 @@
 """Which `__consumer_offsets` partition coordinates a group, as Kafka computes it, so that the
-readiness check reaches every one of them."""
+readiness check reaches every one of them; and no broker counts as registered where none
+answers."""
 
 from __future__ import annotations
 
-from framework.broker.readiness import coordinator_partition, java_hash, probe_groups
+from framework.broker.readiness import (
+    coordinator_partition,
+    java_hash,
+    probe_groups,
+    registered_brokers,
+)
+from framework.jvm.process import any_free_port
 
 
 def test_java_string_hashes_including_the_one_at_the_minimum():
@@ -20,3 +27,7 @@ def test_a_group_hashing_to_the_minimum_lands_on_partition_zero():
 def test_the_probe_groups_cover_every_partition_once():
     groups = probe_groups(8)
     assert [coordinator_partition(g, 8) for g in groups] == list(range(8))
+
+
+def test_nothing_is_registered_where_no_broker_answers():
+    assert registered_brokers(f"127.0.0.1:{any_free_port()}", {}) == set()

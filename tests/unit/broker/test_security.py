@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from framework.broker.embedded import Broker, BrokerError, default_home
+from framework.broker.embedded import Broker, default_home
 from framework.broker.security import (
     PASSWORD_VARS,
     STORE_VAR,
@@ -15,6 +15,7 @@ from framework.broker.security import (
     _settings_toml,
     write_private,
 )
+from framework.broker.settings import BrokerError
 from framework.kafka.config import expand_env
 
 SECRETS = {

@@ -1,6 +1,6 @@
-"""What a broker home holds, a single broker or a cluster, and the bootstrap address every
-command resolves the contract's way: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`, else the
-embedded broker or cluster of `LOGWHEEL_BROKER_DIR`, started if needed."""
+"""The bootstrap address every command resolves the contract's way: `--bootstrap`, else
+`LOGWHEEL_BOOTSTRAP`, else the embedded broker or cluster of `LOGWHEEL_BROKER_DIR` (whichever
+that home holds), started if needed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 from framework.broker.cluster import Cluster, cluster_size
-from framework.broker.embedded import Broker, _stderr, default_home
+from framework.broker.embedded import Broker, default_home
+from framework.jvm.service import say_to_stderr
 
 
 def open_home(home: Path | None = None) -> Broker | Cluster:
@@ -20,7 +21,7 @@ def open_home(home: Path | None = None) -> Broker | Cluster:
 
 def ensure_running(home: Path | None = None) -> str:
     """Start the embedded broker or cluster unless it runs; return its bootstrap address."""
-    return open_home(home).start(say=_stderr).bootstrap
+    return open_home(home).start(say=say_to_stderr).address
 
 
 def bootstrap_from(args_bootstrap: str | None) -> str:

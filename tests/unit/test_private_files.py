@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import stat
 
-from framework.files import private_dir, write_private
+from framework.private_files import private_dir, write_private
 
 
 def mode(path) -> int:
