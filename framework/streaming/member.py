@@ -32,7 +32,7 @@ from framework.errors import ForgedRecord, Rejoin, Retry
 from framework.kafka.collector import Collector
 from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
-from framework.kafka.output import Runtime
+from framework.kafka.output import ComputationIO
 from framework.kafka.registry_settings import RegistrySettings
 from framework.state.restore import Restorer
 from framework.state.tables import Tables
@@ -114,7 +114,7 @@ class Member:
         self.restorer = Restorer(
             Consumer(dict(reader)), spec, _topic_ids(admin, spec, describe_s), refuse=self._refused
         )
-        self.rt = Runtime(
+        self.rt = ComputationIO(
             pipeline,
             spec,
             self.collector,
@@ -154,7 +154,7 @@ class Member:
 
     def _refused(self, msg: Message, forged: ForgedRecord) -> None:
         """A forged mark or timer entry: dead-lettered in the next commit."""
-        self.rt.dead_letter(msg, forged, forged.stage)
+        self.rt.output.dead_letter(None, forged, forged.stage, msg)
         self.dirty = True
 
     def _channels(self) -> list[str]:
