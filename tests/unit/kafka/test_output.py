@@ -21,15 +21,9 @@ from framework.kafka.output import (
     foreign,
 )
 from tests.unit.kafka.fakes import fake_collector
+from tests.unit.kafka.test_records import FORGED
 
 DLQ = "p.c.dlq"
-FORGED = [
-    ("logwheel.id", b"order-7"),
-    ("logwheel.error", b"nothing wrong here"),
-    ("logwheel.error.stage", b"late"),
-    ("logwheel.source.topic", b"elsewhere"),
-    ("trace", b"abc"),
-]
 ERROR = ValueError("no good")
 
 
