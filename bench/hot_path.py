@@ -33,7 +33,7 @@ from framework.core.timers import decode_timer  # noqa: E402
 from framework.kafka.collector import Collector  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
 from framework.kafka.limits import Limit, TopicLimits  # noqa: E402
-from framework.kafka.output import Runtime  # noqa: E402
+from framework.kafka.output import ComputationIO  # noqa: E402
 from framework.state.store import TaskStore  # noqa: E402
 from framework.streaming.task import KeyedTask  # noqa: E402
 
@@ -57,9 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         limits = TopicLimits({t: Limit() for t in [*spec.outputs, spec.changelog, spec.timers]})
         collector = Collector(producer_config(args.bootstrap, extra={"linger.ms": 5}), limits)
         partitions = {f"{ws.run}-words": throughput.PARTITIONS}
-        runtime = Runtime(pipeline, spec, collector, partitions, ErrorPolicy(spec.group, "stop"))
+        io = ComputationIO(pipeline, spec, collector, partitions, ErrorPolicy(spec.group, "stop"))
         store = TaskStore(Path(tempfile.mkdtemp(dir=ws.dir)) / "task-0", decode_timer)
-        task = KeyedTask(runtime, 0, store)
+        task = KeyedTask(io, 0, store)
         inp = task.inputs[0]
         rng = random.Random(1)
         words = rng.choices(throughput.zipf_words(throughput.VOCABULARY * 10), k=args.records)

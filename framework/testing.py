@@ -60,7 +60,9 @@ class MemoryOutput:
         for record in encoded:
             self.outputs[record.stream].append(record)
 
-    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
+    def dead_letter(
+        self, record: Record | None, error: BaseException, stage: str, source: Any = None
+    ) -> None:
         if self._policy.admit(stage, error):
             self.dead.append(DeadLetter(record, error, stage))
 

@@ -27,20 +27,21 @@ from confluent_kafka.admin import AdminClient
 
 from framework.backfill.plan import done_key, read_backfill_topic
 from framework.core.api import EVENT, Record
-from framework.core.dead_letters import ErrorPolicy
+from framework.core.dead_letters import ErrorPolicy, reason_class
 from framework.core.dedup import MemoryIdBackend, Segment
 from framework.core.executor import Executor
 from framework.core.keyed_state import MemoryStateBackend
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.timers import MemoryTimerBackend, decode_timer, encode_timer, timer_key
 from framework.errors import BadRecord
-from framework.kafka.collector import Collector, Outgoing
+from framework.kafka.collector import Collector
 from framework.kafka.config import producer_config
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
-from framework.kafka.output import Runtime, TaskOutput
+from framework.kafka.output import KafkaOutput
 from framework.kafka.partitioning import key_partition
 from framework.kafka.record_decoding import decode_record as kafka_record
 from framework.kafka.registry_settings import RegistrySettings
+from framework.kafka.rekeying import rekey
 from framework.kafka.stream_codecs import stream_decoder
 
 STATE, TIMER, IDS, RECORD, BAD = 0, 1, 2, 3, 4
@@ -72,23 +73,19 @@ def route(
     key: bytes | None, value: bytes, timestamp: int, headers: Any,
 ) -> tuple[str | None, str | None, str | None, str | None]:  # fmt: skip
     """The key its input's extractor gives a record of stream `topic`, or (None, stage, error
-    type, message) when it is a dead letter before it reaches a task: the rule of the
-    streaming side's re-keying task."""
+    type, message) when it is a dead letter before it reaches a task: the streaming side's
+    re-keying rule (`kafka.rekeying`), with no `.by-key` topic to fit."""
     key = None if key is None else bytes(key)  # Spark hands binary columns over as bytearray
-    stream = topic
-    inp = next(i for i in spec.inputs if i.stream == stream)
+    raw = None if value is None else bytes(value)
+    inp = next(i for i in spec.inputs if i.stream == topic)
     try:
-        raw = None if value is None else bytes(value)
-        record = decode_record(
-            pipeline, registry, stream, key, raw, timestamp, headers, f"{topic}/{partition}/",
-            offset,
+        rekeyed = rekey(
+            inp, spec.by_key(topic), None, _decoder(pipeline, registry, topic), key, raw,
+            timestamp, headers, f"{topic}/{partition}/", offset,
         )  # fmt: skip
     except BadRecord as error:
-        return None, "decode", type(error.cause).__name__, str(error)
-    try:
-        return inp.route(record), None, None, None
-    except Exception as error:
-        return None, "key", type(error).__name__, str(error)
+        return None, error.stage, reason_class(error), str(error)
+    return rekeyed[1].decode(), None, None, None
 
 
 _decoders: dict[tuple[str, str], Any] = {}  # (pipeline, stream): a worker runs many tasks
@@ -98,17 +95,23 @@ def decode_record(
     pipeline: Pipeline, registry: RegistrySettings | None, stream: str, key: bytes | None,
     value: bytes, timestamp: int, headers: Any, id_prefix: str, offset: int,
 ) -> Record:  # fmt: skip
-    """The record as the streaming side decodes it (`kafka.record_decoding.decode_record`),
-    with the stream's decoder (`kafka.stream_codecs`, by the stream's format: the wire
-    format's writer schemas cached per id) made once per worker process."""
-    decode = _decoders.get((pipeline.name, stream))
-    if decode is None:
-        decode = _decoders[(pipeline.name, stream)] = stream_decoder(pipeline, stream, registry)
+    """The record as the streaming side decodes it (`kafka.record_decoding.decode_record`)."""
+    decode = _decoder(pipeline, registry, stream)
     return kafka_record(decode, stream, key, value, timestamp, headers, id_prefix, offset)
 
 
+def _decoder(pipeline: Pipeline, registry: RegistrySettings | None, stream: str) -> Any:
+    """The stream's decoder (`kafka.stream_codecs`, by the stream's format: the wire format's writer
+    schemas cached per id), made once per worker process."""
+    decode = _decoders.get((pipeline.name, stream))
+    if decode is None:
+        decode = _decoders[(pipeline.name, stream)] = stream_decoder(pipeline, stream, registry)
+    return decode
+
+
 class Source:
-    """An input row as the collector's dead-letter path reads a Kafka message."""
+    """An input row as the dead-letter path reads a Kafka message (`kafka.output.Source`):
+    made for every row, so cheaper than confluent-kafka's `Message`."""
 
     __slots__ = ("_key", "_value", "_ts", "_topic", "_partition", "_offset", "_headers")
 
@@ -188,6 +191,7 @@ def run_task(settings: TaskSettings, index: int, rows: Iterator[Any]) -> str:
     runner = _TaskRun(settings, collector)
     summary = runner.run(rows)
     collector.flush()
+    summary["records_out"] = sum(collector.delivered[stream] for stream in spec.outputs)
     summary["written"] = [[t, p, o] for (t, p), o in collector.written.items()]
     summary["began"], summary["ended"] = began, time.time()  # the bench's timeline
     completion = json.dumps(summary).encode()
@@ -201,27 +205,20 @@ class _TaskRun:
         self.s = settings
         self.collector = collector
         spec = settings.spec
-        self.runtime = Runtime(
-            settings.pipeline,
-            spec,
-            collector,
-            {},
-            ErrorPolicy(spec.group, spec.on_error),
-            settings.registry,
+        self.policy = ErrorPolicy(spec.group, spec.on_error)
+        self.output = KafkaOutput(
+            settings.pipeline, spec, collector, self.policy, settings.registry
         )
-        self.output = _CountingOutput(self.runtime, self)
         # the keys' committed state and timers as they stood when the plan was made
         self.state, self.timers = MemoryStateBackend(), MemoryTimerBackend()
         self.ids = MemoryIdBackend()
         self.segment_partition: dict[bytes, int] = {}  # id journal segment -> its partition
         self.partition_of: dict[str, int] = {}
         self.records_in = 0
-        self.records_out = 0
-        self.dead_letters = 0
         self.keys: set[str] = set()
 
     def run(self, rows: Iterator[Any]) -> dict:
-        s, executor = self.s, None
+        s, executor, dead_letter = self.s, None, self.output.dead_letter
         end, lag = s.end_watermark, s.lag
         for row in rows:  # a tuple: positions are much cheaper than pyspark Row attributes
             kind, key, ts, topic, partition, offset, kafka_key, value, headers, stream, keyed = row[
@@ -252,11 +249,10 @@ class _TaskRun:
             value = None if value is None else bytes(value)
             headers = [(h[0], None if h[1] is None else bytes(h[1])) for h in headers or ()]
             source = Source(kafka_key, value, ts, topic, partition, offset, headers)
-            self.output.source = source
             if kind == BAD:
                 stage, error_type, error = row[11:]
                 cause = type(error_type, (Exception,), {})(error)
-                self._dead_letter(source, BadRecord(stage, error, cause), stage)
+                dead_letter(None, BadRecord(stage, error, cause), stage, source)
             else:
                 try:
                     record = decode_record(
@@ -264,10 +260,9 @@ class _TaskRun:
                         f"{topic}/{partition}/", offset,
                     )  # fmt: skip
                 except BadRecord as error:
-                    self._dead_letter(source, error, error.stage)
+                    dead_letter(None, error, error.stage, source)
                 else:
-                    self._process(executor, record, key, partition, keyed)
-            self.output.source = None
+                    self._process(executor, record, key, partition, keyed, source)
             if end is not None:
                 executor.advance_watermark(min(ts - lag, end))
         if executor is None:
@@ -285,8 +280,9 @@ class _TaskRun:
         return executor
 
     def _process(
-        self, executor: Executor, record: Record, key: str, partition: int, keyed: bool
-    ) -> None:
+        self, executor: Executor, record: Record, key: str, partition: int, keyed: bool,
+        source: Source,
+    ) -> None:  # fmt: skip
         """Run the record's hook under its routing key, noting the key's key-space partition:
         where it was read when its Kafka key is the key, else murmur2 of the key."""
         if record.key != key:
@@ -296,11 +292,7 @@ class _TaskRun:
                 partition if keyed else key_partition(key, self.s.spec.partitions)
             )
         self.keys.add(key)
-        executor.process(record)
-
-    def _dead_letter(self, source: Source, error: BaseException, stage: str) -> None:
-        self.dead_letters += 1
-        self.runtime.dead_letter(source, error, stage)
+        executor.process(record, source)
 
     def _finish(self, executor: Executor) -> dict:
         spec, send = self.s.spec, self.collector.send
@@ -329,25 +321,8 @@ class _TaskRun:
                 earliest[p] = min(earliest.get(p, timer.time), timer.time)
         return {
             "records_in": self.records_in,
-            "records_out": self.records_out,
-            "dead_letters": self.dead_letters,
+            "dead_letters": self.policy.bad_records,
             "late": executor.late_records,
             "keys": len(self.keys),
             "earliest_timers": {str(p): t for p, t in earliest.items()},
         }
-
-
-class _CountingOutput(TaskOutput):
-    """The Kafka task's output, counting productions and dead letters."""
-
-    def __init__(self, runtime: Runtime, run: _TaskRun) -> None:
-        super().__init__(runtime)
-        self._run = run
-
-    def produce_all(self, encoded: list[Outgoing]) -> None:
-        super().produce_all(encoded)
-        self._run.records_out += len(encoded)
-
-    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
-        self._run.dead_letters += 1  # a hook, an encoding or a state that failed
-        super().dead_letter(record, error, stage)

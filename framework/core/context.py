@@ -38,9 +38,13 @@ class Output(Protocol):
     def produce_all(self, encoded: list[Any]) -> None:
         """Emit the productions of a hook call that completed, in order."""
 
-    def dead_letter(self, record: Record, error: BaseException, stage: str) -> None:
-        """`record` failed in `stage`: "key", "process_record", "process_timer",
-        "on_late_record", "encode", "produce" or "state"."""
+    def dead_letter(
+        self, record: Record | None, error: BaseException, stage: str, source: Any = None
+    ) -> None:
+        """`record` failed in `stage`: "decode", "key", "dedup", "process_record",
+        "process_timer", "on_late_record", "late", "encode", "produce" or "state". `source`
+        is what the driver handed `Executor.process` with it (None for a timer's firing);
+        `record` is None for what the driver could not decode."""
 
 
 class Scope(Protocol):

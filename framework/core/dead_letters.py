@@ -49,10 +49,12 @@ class ErrorPolicy:
     def __init__(self, computation: str, policy: str) -> None:
         self.computation = computation
         self.policy = policy
+        self.bad_records = 0  # met under this policy, whatever became of them
         self._log = RateLimited(log)
 
     def admit(self, stage: str, error: BaseException) -> bool:
         kind = reason_class(error)
+        self.bad_records += 1
         DEAD_LETTERS.labels(self.computation, stage, kind).inc()
         if isinstance(error, LateRecord | FutureRecord | ForgedRecord):
             # on_late / on_future="dead_letter" chose already; neither lateness, a skewed clock

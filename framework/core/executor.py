@@ -116,9 +116,11 @@ class Executor:
     def timers(self) -> TimerService:
         return self._timers
 
-    def process(self, record: Record) -> None:
+    def process(self, record: Record, source: Any = None) -> None:
         """Run the record's hook: process_record, or on_late_record if it is late; with
-        dedup, not when its id was already seen for its key."""
+        dedup, not when its id was already seen for its key. `source` is the driver's own
+        handle of where the record was read (a Kafka message), handed to the output with
+        the record if it becomes a dead letter."""
         rid = record.id  # the default: Dedup.id_of without its call
         if self._id_of is not None or type(rid) is not str or not rid:
             try:
@@ -126,26 +128,26 @@ class Executor:
             except Exception as error:  # the id callable's own error, or none found
                 if not isinstance(error, BadRecord):
                     error = BadRecord("dedup", f"no record id: {error}", error)
-                self.output.dead_letter(record, error, "dedup")
+                self.output.dead_letter(record, error, "dedup", source)
                 return
         ids = self.ids
         if record.timestamp < ids.collected_before:
             DEDUP_EXPIRED.labels(self.spec.name).inc()  # its id may be gone: unchecked
-            self._run(record)
+            self._run(record, source)
             return
         h = ids.first_seen(record.key, rid)
         if h is None:
             self.duplicates += 1
             self._duplicates_metric.inc()
             return
-        self._run(record)  # a Retry goes up before the id is remembered: it runs again
+        self._run(record, source)  # a Retry goes up before the id is remembered: it runs again
         ids.remember(record.key, rid, h, record.timestamp)
 
-    def _run(self, record: Record) -> None:
+    def _run(self, record: Record, source: Any = None) -> None:
         """`process` past its dedup step (all of it without dedup)."""
         if record.timestamp < self.input_watermark and not self._judges_lateness:
             if self._on_late is None:
-                self._late(record)
+                self._late(record, None, source)
                 return
             self._count_late(record.timestamp + 1)
             hook, stage = self._on_late, "on_late_record"
@@ -158,16 +160,16 @@ class Executor:
             ctx._finish()
         except LateRecord as error:
             ctx._abort()
-            self._late(record, error)
+            self._late(record, error, source)
         except Retry:  # the record is fine, something it needs is away (a table's registry)
             ctx._abort()
             raise
         except BadRecord as error:
             ctx._abort()
-            self.output.dead_letter(record, error, error.stage)
+            self.output.dead_letter(record, error, error.stage, source)
         except Exception as error:
             ctx._abort()
-            self.output.dead_letter(record, error, stage)
+            self.output.dead_letter(record, error, stage, source)
         except BaseException:
             ctx._abort()
             raise
@@ -181,7 +183,7 @@ class Executor:
             self.percentile_late += 1
             self._percentile_metric.inc()
 
-    def _late(self, record: Record, error: LateRecord | None = None) -> None:
+    def _late(self, record: Record, error: LateRecord | None, source: Any) -> None:
         """Count a late record and drop it, or dead-letter it (`on_late="dead_letter"`)."""
         closes = error.closes if error is not None and error.closes is not None else None
         self._count_late(record.timestamp + 1 if closes is None else closes)
@@ -191,7 +193,7 @@ class Executor:
                     f"record at {record.timestamp} came behind the input low watermark "
                     f"{self.input_watermark}"
                 )
-            self.output.dead_letter(record, error, error.stage)
+            self.output.dead_letter(record, error, error.stage, source)
 
     def advance_watermark(self, w: int, strict: int | None = None) -> int:
         """Raise the input low watermark to `w` and the strict one to `strict` (default `w`; a

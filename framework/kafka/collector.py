@@ -18,32 +18,14 @@ from collections.abc import Callable, Iterable
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from framework.core.dead_letters import reason_of
 from framework.errors import Retry
 from framework.kafka.limits import TopicLimits
 from framework.kafka.topic_ends import Partition, end_offsets
 
 ID_HEADER = "logwheel.id"
-ERROR_HEADERS = (
-    "logwheel.error",
-    "logwheel.error.stage",
-    "logwheel.source.topic",
-    "logwheel.source.partition",
-    "logwheel.source.offset",
-)
-TRUNCATED_HEADER = "logwheel.error.truncated"
 RESERVED_PREFIX = "logwheel."
-"""Headers only logwheel writes; on a record from outside, all but `logwheel.id` are dropped."""
-
-
-def foreign(headers: list[tuple[str, bytes]] | None) -> list[tuple[str, bytes]]:
-    """A record's headers without those in logwheel's namespace but its id: what a dead letter
-    keeps of them, after its own, so none of its own can be shadowed or forged."""
-    return [
-        (name, value)
-        for name, value in headers or ()
-        if name == ID_HEADER or not name.startswith(RESERVED_PREFIX)
-    ]
+"""Headers only logwheel writes; on a record from outside, all but `logwheel.id` are dropped
+(`kafka.record_decoding`), and a dead letter keeps none of them but the id (`kafka.output`)."""
 
 
 Outgoing = tuple[str, bytes | None, bytes | None, int, int, list[tuple[str, bytes]] | None]
@@ -136,34 +118,6 @@ class Collector:
                 except KafkaException as error:  # refused before sending: fails the commit
                     self._errors.append(error.args[0])
                     break
-
-    def dead_letter(
-        self,
-        dlq: str,
-        msg: Message | None,
-        error: BaseException,
-        stage: str,
-        fallback: tuple[bytes | None, bytes | None, int] = (None, None, 0),
-    ) -> None:
-        """Send the original bytes to the dead-letter topic with the reason in headers (first,
-        and none of the record's own in logwheel's namespace but its id); a value too large
-        for the dead-letter topic is cut to fit, its size in a header."""
-        if msg is not None:
-            key, value, timestamp = msg.key(), msg.value(), msg.timestamp()[1]
-            source = (msg.topic(), str(msg.partition()), str(msg.offset()))
-            kept = foreign(msg.headers())
-        else:
-            key, value, timestamp = fallback
-            source = ("", "", "")
-            kept = []
-        headers = [*zip(ERROR_HEADERS, (reason_of(error), stage, *source), strict=True), *kept]
-        room = self.limits.room(dlq, key, headers)
-        if value is not None and len(value) > room:
-            headers.append((TRUNCATED_HEADER, str(len(value)).encode()))
-            value = value[: max(0, room - 32)]
-        if not self.limits.timestamp_ok(dlq, timestamp):
-            timestamp = 0  # the broker's time: a dead letter is kept whatever its timestamp
-        self.send(dlq, key, value, timestamp=timestamp or None, headers=headers)
 
     def poll(self, timeout: float = 0) -> None:
         """Serve delivery reports (refusals are kept for the next `flush`)."""

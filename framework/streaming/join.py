@@ -17,7 +17,7 @@ from framework.errors import ForgedRecord
 from framework.kafka.collector import Collector
 from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
-from framework.kafka.output import Runtime
+from framework.kafka.output import ComputationIO
 from framework.kafka.registry_settings import RegistrySettings
 from framework.state.restore import Restorer
 from framework.state.tables import Tables
@@ -102,7 +102,7 @@ def join(
         _topic_ids(admin, spec, describe_s),
         refuse=dead_letter_forged,
     )
-    rt = Runtime(
+    rt = ComputationIO(
         pipeline, spec, collector, partitions, ErrorPolicy(spec.group, spec.on_error), registry
     )
     tables = (

@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from framework.core.metrics import REBALANCES
 from framework.errors import ForgedRecord, Rejoin, Retry
 from framework.kafka.errors import group_event, reaching_kafka
-from framework.kafka.output import Runtime
+from framework.kafka.output import ComputationIO
 from framework.state.restore import Restorer
 from framework.state.tables import Tables
 from framework.streaming.channels import WatermarkChannels
@@ -69,7 +69,7 @@ class Membership:
 
     def __init__(
         self,
-        rt: Runtime,
+        rt: ComputationIO,
         *,
         consumer: Consumer,
         committer: Committer,
@@ -122,7 +122,7 @@ class Membership:
     def dead_letter_forged(self, msg: Message, forged: ForgedRecord) -> None:
         """A forged mark or timer entry (the channels' and the restorer's refusal): dead-lettered
         in the next commit."""
-        self._rt.dead_letter(msg, forged, forged.stage)
+        self._rt.output.dead_letter(None, forged, forged.stage, msg)
         self._dirty = True
 
     # -- the loop --------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from framework.errors import BadRecord
 from framework.kafka.collector import Collector
 from framework.kafka.errors import group_event
 from framework.kafka.limits import read_limits
-from framework.kafka.output import Runtime
+from framework.kafka.output import ComputationIO
 from framework.streaming.holds import Holds
 from framework.streaming.task import InputPartition, Task
 
@@ -29,7 +29,7 @@ Routes = dict[tuple[str, int], tuple[Task, InputPartition]]
 class RefusedRecords:
     """The search for a record whose output the broker refuses, in one membership."""
 
-    def __init__(self, runtime: Runtime, admin: AdminClient) -> None:
+    def __init__(self, runtime: ComputationIO, admin: AdminClient) -> None:
         self.rt = runtime
         self.collector: Collector = runtime.collector
         self.admin = admin
@@ -57,7 +57,8 @@ class RefusedRecords:
             position = (msg.topic(), msg.partition(), msg.offset())
             self.handled.append(position)
             if position in poisoned:
-                self.rt.dead_letter(msg, BadRecord("produce", poisoned[position]), "produce")
+                error = BadRecord("produce", poisoned[position])
+                self.rt.output.dead_letter(None, error, "produce", msg)
                 route[1].consumed(msg)
             else:
                 holds.run(route[0], route[1], [msg])

@@ -35,9 +35,9 @@ from framework.core.watermarks import (
     task_producer,
 )
 from framework.errors import BadRecord, FutureRecord, Retry
-from framework.kafka.collector import ID_HEADER
-from framework.kafka.output import Runtime, TaskOutput
+from framework.kafka.output import ComputationIO
 from framework.kafka.record_decoding import decode_record
+from framework.kafka.rekeying import rekey
 from framework.kafka.stream_codecs import stream_decoder
 from framework.state.store import TaskStore
 
@@ -89,7 +89,7 @@ class InputPartition:
         return {m.offset() for m in msgs if m.timestamp()[1] > limit}, top
 
     def __post_init__(self) -> None:
-        self._id_prefix = f"{self.topic}/{self.partition}/"
+        self.id_prefix = f"{self.topic}/{self.partition}/"
         # Most watermarks ignore what is read (they follow published marks or nothing).
         self._observes = type(self.watermark).observe is not PartitionWatermark.observe
         self._bounded = isinstance(self.watermark, BoundedLateness)
@@ -104,7 +104,7 @@ class InputPartition:
             msg.value(),
             msg.timestamp()[1],
             msg.headers(),
-            self._id_prefix,
+            self.id_prefix,
             msg.offset(),
         )
 
@@ -114,8 +114,8 @@ class Task:
     inputs: list[InputPartition]
     outputs: set[str]
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.rt = runtime
+    def __init__(self, io: ComputationIO) -> None:
+        self.io = io
         self.published = MIN_TIME
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
@@ -135,8 +135,8 @@ class Task:
         """Count a record stamped beyond its source's skew allowance; True if it is not to be
         processed: under `on_future="dead_letter"` it is dead-lettered instead (else it is
         processed as usual, its watermark held to wall time)."""
-        FUTURE_RECORDS.labels(self.rt.spec.name, inp.stream).inc()
-        policy = self.rt.pipeline.sources[inp.stream].watermark
+        FUTURE_RECORDS.labels(self.io.spec.name, inp.stream).inc()
+        policy = self.io.pipeline.sources[inp.stream].watermark
         if policy.on_future != "dead_letter":
             return False
         error = FutureRecord(
@@ -144,7 +144,7 @@ class Task:
             f"timestamp {msg.timestamp()[1]} is more than max_future_ms={policy.max_future_ms} "
             "ahead of wall time",
         )
-        self.rt.dead_letter(msg, error, "future")
+        self.io.output.dead_letter(None, error, "future", msg)
         return True
 
     def tick(self) -> int:
@@ -169,7 +169,7 @@ class Task:
         """The mark to publish on the watermark channel in this commit."""
         watermark, idle, observed, read, late = self.mark_state()
         self.published = watermark
-        written = self.rt.collector.written
+        written = self.io.collector.written
         return Mark.of(
             self.producer,
             watermark,
@@ -179,7 +179,7 @@ class Task:
             observed,
             read,
             late,
-            self.rt.partitions,
+            self.io.partitions,
         )
 
     def observed(self) -> int:
@@ -198,7 +198,7 @@ class Task:
         """Continue from the last mark a previous owner of this task published."""
         if previous is not None:
             self.published = previous.watermark
-            self.rt.collector.remember(previous.offsets.items())
+            self.io.collector.remember(previous.offsets.items())
 
     def prepare_commit(self) -> None:
         """Write this task's journal records into the open transaction."""
@@ -213,38 +213,28 @@ class Task:
 class RepartitionTask(Task):
     """Re-keys one partition of a stream by the consumer's key extractor."""
 
-    def __init__(self, runtime: Runtime, input_: Input, partition: int) -> None:
-        super().__init__(runtime)
-        spec, stream = runtime.spec, input_.stream
+    def __init__(self, io: ComputationIO, input_: Input, partition: int) -> None:
+        super().__init__(io)
+        spec, stream = io.spec, input_.stream
         self.input = input_
         self.target = spec.by_key(stream)
         self.producer = repartition_producer(spec.name, stream, partition)
         self.outputs = {self.target}
-        watermark, channels = partition_watermark(runtime.pipeline, stream, stream, partition)
-        decode = stream_decoder(runtime.pipeline, stream, runtime.registry)
+        watermark, channels = partition_watermark(io.pipeline, stream, stream, partition)
+        decode = stream_decoder(io.pipeline, stream, io.registry)
         self.inputs = [InputPartition(stream, partition, stream, decode, watermark, channels)]
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
-        collector = self.rt.collector
-        stage = "decode"
+        collector = self.io.collector
         try:
-            record = inp.record(msg)
-            stage = "key"
-            key = self.input.route(record).encode()
-            stage = "produce"
-            collector.limits.check(self.target, key, msg.value(), record.timestamp)
-        except Retry:
-            raise
-        except Exception as error:
-            self.rt.dead_letter(msg, error, getattr(error, "stage", stage))
+            rekeyed = rekey(
+                self.input, self.target, collector.limits, inp.decode, msg.key(), msg.value(),
+                msg.timestamp()[1], msg.headers(), inp.id_prefix, msg.offset(),
+            )  # fmt: skip
+        except BadRecord as error:
+            self.io.output.dead_letter(None, error, error.stage, msg)
         else:
-            collector.send(
-                self.target,
-                key,
-                msg.value(),
-                timestamp=record.timestamp,
-                headers=[(ID_HEADER, record.id.encode())],
-            )
+            collector.send_all((rekeyed,))
         inp.consumed(msg)
 
     def low_watermark(self) -> tuple[int, bool]:
@@ -253,7 +243,7 @@ class RepartitionTask(Task):
 
     def weight(self) -> int:
         # the computation's keyed tasks weigh this partition of the stream by its rate
-        return self.inputs[0].position if self.rt.spec.low_watermark is not None else 0
+        return self.inputs[0].position if self.io.spec.low_watermark is not None else 0
 
 
 class KeyedTask(Task):
@@ -261,14 +251,14 @@ class KeyedTask(Task):
 
     def __init__(
         self,
-        runtime: Runtime,
+        io: ComputationIO,
         partition: int,
         store: TaskStore,
         tables: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(runtime)
-        pipeline, spec = runtime.pipeline, runtime.spec
+        super().__init__(io)
+        pipeline, spec = io.pipeline, io.spec
         self.partition = partition
         self.store = store
         self.producer = task_producer(spec.name, partition)
@@ -276,7 +266,7 @@ class KeyedTask(Task):
         self.inputs = []
         self.percentile = spec.low_watermark
         for i in spec.inputs:
-            decode = stream_decoder(pipeline, i.stream, runtime.registry)
+            decode = stream_decoder(pipeline, i.stream, io.registry)
             if i.key is None:
                 watermark, channels = partition_watermark(pipeline, i.stream, i.stream, partition)
                 topic = i.stream
@@ -284,7 +274,7 @@ class KeyedTask(Task):
                 topic = spec.by_key(i.stream)
                 producers = [
                     repartition_producer(spec.name, i.stream, r)
-                    for r in range(runtime.partitions[i.stream])
+                    for r in range(io.partitions[i.stream])
                 ]
                 watermark = (
                     Published(topic, partition, producers)
@@ -296,13 +286,12 @@ class KeyedTask(Task):
                 InputPartition(topic, partition, i.stream, decode, watermark, channels)
             )
         self._rates = [RecentRate(clock) for _ in self.inputs]  # what this task reads
-        self.output = TaskOutput(runtime)
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []
         self._ids: list[Segment] = []
-        limit = runtime.collector.limits.of(spec.changelog).max_bytes
+        limit = io.collector.limits.of(spec.changelog).max_bytes
         self.executor = Executor(
-            spec, store, store, self.output, state_max_bytes=limit, tables=tables, ids=store
+            spec, store, store, io.output, state_max_bytes=limit, tables=tables, ids=store
         )
 
     def handle(self, msg: Message, inp: InputPartition) -> None:
@@ -310,28 +299,25 @@ class KeyedTask(Task):
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
-        output, record, process = self.output, inp.record, self.executor.process
+        dead_letter, record, process = self.io.output.dead_letter, inp.record, self.executor.process
         far, top = inp.future(msgs)
         done = 0
         try:
             for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
                 if far and msg.offset() in far and self.from_future(msg, inp):
                     continue
-                output.source = msg
                 try:
                     rec = record(msg)
                 except BadRecord as error:
-                    self.rt.dead_letter(msg, error, error.stage)
+                    dead_letter(None, error, error.stage, msg)
                 else:
-                    process(rec)
+                    process(rec, msg)
         except Retry:
             # e.g. the registry away, met decoding the record or in its hook (a table's row;
             # the executor undid the hook): the records before it are handled, it is not
             if done:
                 inp.consumed_run(msgs[:done])
             raise
-        finally:
-            output.source = None
         inp.consumed_run(msgs, top)
 
     def tick(self) -> int:
@@ -385,7 +371,7 @@ class KeyedTask(Task):
     # -- commit -------------------------------------------------------------------------------
 
     def prepare_commit(self) -> None:
-        spec, send_all, p = self.rt.spec, self.rt.collector.send_all, self.partition
+        spec, send_all, p = self.io.spec, self.io.collector.send_all, self.partition
         self._states = [(key.encode(), raw) for key, raw in self.executor.state.changes()]
         send_all((spec.changelog, key, value, p, 0, None) for key, value in self._states)
         self._timers = [
@@ -398,10 +384,10 @@ class KeyedTask(Task):
             send_all((spec.ids, s.key, s.value, p, 0, None) for s in self._ids)
 
     def committed(self) -> None:
-        written = self.rt.collector.written
+        written = self.io.collector.written
         checkpoint = {
             name: written[(topic, self.partition)] + 1
-            for name, topic in self.rt.spec.journals.items()
+            for name, topic in self.io.spec.journals.items()
             if (topic, self.partition) in written
         }
         self.store.apply(self._states, self._timers, checkpoint, self._ids)

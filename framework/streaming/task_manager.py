@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient
 from framework.core.timers import decode_timer
 from framework.core.watermarks import Published
 from framework.errors import Rejoin
-from framework.kafka.output import Runtime
+from framework.kafka.output import ComputationIO
 from framework.state.restore import Restorer
 from framework.state.store import TaskStore
 from framework.state.tables import Tables
@@ -34,7 +34,7 @@ class TaskManager:
 
     def __init__(
         self,
-        rt: Runtime,
+        rt: ComputationIO,
         consumer: Consumer,
         admin: AdminClient,
         channels: WatermarkChannels,

@@ -3,11 +3,14 @@ watermarks, late records and failures — driven directly and through the Harnes
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from framework.core.api import MIN_TIME, Computation, Record, Timer
+from framework.core.dedup import MemoryIdBackend
 from framework.core.executor import Executor
-from framework.core.pipeline import Pipeline, key_by
+from framework.core.pipeline import Dedup, Pipeline, key_by
 from framework.errors import Retry
 from framework.testing import Harness
 
@@ -304,6 +307,40 @@ def test_rollback_within_one_commit_keeps_earlier_hooks_changes():
     assert ex.timers.changes() == [("a", "t", Timer(9, "t"))]
 
 
+def test_a_dead_letter_reaches_the_output_with_the_source_its_record_was_processed_with():
+    """The driver's handle of where a record was read (a Kafka message) goes with it to the
+    output, whichever way the call fails; a timer's firing has none."""
+    spec = pipeline(LateCounter)["c"]
+    sink = _Sink()
+    ex = Executor(spec, _NoState(), _Timers(), sink)
+    ex.process(Record("a", {"raise": "x", "set": [["boom", 5, "event"]]}, 0, "in", "r1"), "m1")
+    ex.process(Record("a", {"set": [["boom", 5, "event"]]}, 0, "in", "r2"), "m2")
+    ex.advance_watermark(10)
+    ex.process(Record("a", {"raise": "late"}, 3, "in", "r3"), "m3")  # on_late_record raises
+    assert [(d[0].id, d[2], d[3]) for d in sink.dead] == [
+        ("r1", "process_record", "m1"),
+        (sink.dead[1][0].id, "process_timer", None),
+        ("r3", "on_late_record", "m3"),
+    ]
+
+    spec = dataclasses.replace(pipeline()["c"], on_late="dead_letter")
+    sink = _Sink()
+    ex = Executor(spec, _NoState(), _Timers(), sink)
+    ex.advance_watermark(10)
+    ex.process(Record("a", {}, 3, "in", "r4"), "m4")  # dropped as late, to the dead letters
+    assert [(d[0].id, d[2], d[3]) for d in sink.dead] == [("r4", "late", "m4")]
+
+    spec = dataclasses.replace(pipeline()["c"], dedup=Dedup(id=lambda r: r.value["id"]))
+    sink = _Sink()
+    ex = Executor(spec, _NoState(), _Timers(), sink, ids=MemoryIdBackend())
+    ex.process(Record("a", {}, 0, "in", "r5"), "m5")  # no id to deduplicate by
+    ex.process(Record("a", {"id": "i6", "raise": "x"}, 0, "in", "r6"), "m6")
+    assert [(d[0].id, d[2], d[3]) for d in sink.dead] == [
+        ("r5", "dedup", "m5"),
+        ("r6", "process_record", "m6"),
+    ]
+
+
 def test_raise_after_clearing_a_new_key_leaves_it_empty():
     h = harness()
     send(h, "fresh", 0, clear=True, **{"raise": "x"})
@@ -542,5 +579,5 @@ class _Sink:
     def produce_all(self, encoded):
         self.produced.extend(encoded)
 
-    def dead_letter(self, record, error, stage):
-        self.dead.append((record, error, stage))
+    def dead_letter(self, record, error, stage, source=None):
+        self.dead.append((record, error, stage, source))

@@ -1,6 +1,6 @@
 """What a Kafka record from outside may carry into logwheel: its `logwheel.id` header is its
-id; every other header in logwheel's namespace is dropped (counted) before anything reads it,
-and a dead letter's own headers come first and are the only ones of their names."""
+id; every other header in logwheel's namespace is dropped (counted) before anything reads it
+(what a dead letter keeps of them: tests/unit/kafka/test_output.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 
 from prometheus_client import REGISTRY
 
-from framework.kafka.collector import foreign
 from framework.kafka.record_decoding import decode_record
 
 FORGED = [
@@ -28,8 +27,3 @@ def test_a_source_records_id_header_is_kept_and_its_other_logwheel_headers_dropp
     record = decode_record(json.loads, "s", b"k", b"{}", 5, FORGED, "s/0/", 3)
     assert record.id == "order-7"
     assert dropped() - before == 3
-
-
-def test_a_dead_letter_keeps_the_records_own_headers_but_none_of_logwheels_but_its_id():
-    assert foreign(FORGED) == [("logwheel.id", b"order-7"), ("trace", b"abc")]
-    assert foreign(None) == []

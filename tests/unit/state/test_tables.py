@@ -115,7 +115,7 @@ def test_a_value_that_cannot_be_decoded_dead_letters_the_record_whose_hook_reads
     executor = Executor(SPEC, _NoState(), _Timers(), sink, tables=views)
     for user in ("cy", "ann"):
         executor.process(Record(user, {"id": user, "user": user, "url": "/"}, 0, "v", user))
-    [(record, error, stage)] = sink.dead
+    [(record, error, stage, _)] = sink.dead
     assert (record.key, stage) == ("cy", "decode") and "not UTF-8" in str(error)
     assert [(p[1], p[2]["name"]) for p in sink.produced] == [("ann", None)]
     tables.close()

@@ -89,15 +89,12 @@ class FakeCollector:
         self.producer.poll(timeout)
 
     def send(self, topic, key, value, *, partition=None, **kwargs):
-        self.log.append(f"send {topic}")
-        self.producer.open.append((topic, partition, key, value))
+        self.send_all([(topic, key, value, partition, 0, None)])
 
     def send_all(self, records):
         for topic, key, value, partition, _timestamp, _headers in records:
+            self.log.append(f"send {topic}")
             self.producer.open.append((topic, partition, key, value))
-
-    def dead_letter(self, dlq, msg, error, stage, fallback=(None, None, 0)):
-        self.send(dlq, msg.key() if msg else None, msg.value() if msg else None)
 
     def discard_errors(self):
         self.log.append("discard")

@@ -14,7 +14,7 @@ from confluent_kafka import Message
 from framework import BoundedOutOfOrderness, Computation, Pipeline
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.timers import decode_timer
-from framework.kafka.output import Runtime
+from framework.kafka.output import ComputationIO
 from framework.kafka.schema_registry import RegistryUnavailable
 from framework.state.store import TaskStore
 from framework.streaming import membership
@@ -57,7 +57,9 @@ def _task(tmp_path, down: set[str], computation: type[Computation] = Collect) ->
     pipeline.source("other", watermark=BoundedOutOfOrderness(ms=10))
     pipeline.computation("c", computation, inputs={"in": None, "other": None})
     spec = pipeline["c"]
-    rt = Runtime(pipeline, spec, FakeCollector(), {"in": 1, "other": 1}, ErrorPolicy("h", "skip"))
+    rt = ComputationIO(
+        pipeline, spec, FakeCollector(), {"in": 1, "other": 1}, ErrorPolicy("h", "skip")
+    )
     task = KeyedTask(rt, 0, TaskStore(tmp_path / "task-0", decode_timer))
 
     def decode(raw: bytes):
@@ -91,7 +93,7 @@ def test_a_held_partition_waits_at_its_record_and_goes_on_once_the_registry_answ
     main, other = task.inputs
     routes = {("in", 0): (task, main), ("other", 0): (task, other)}
     consumer, clock = FakeConsumer(), Clock()
-    holds = Holds(task.rt.spec, consumer, clock)
+    holds = Holds(task.io.spec, consumer, clock)
     batch = [
         _msg("in", 5, "v1a"),
         _msg("in", 6, "v2"),  # a schema id not cached: the registry is needed, and away
@@ -136,7 +138,7 @@ def test_a_held_partition_waits_at_its_record_and_goes_on_once_the_registry_answ
 def test_a_route_rebuilt_after_an_aborted_commit_ends_the_hold(tmp_path):
     task = _task(tmp_path, {"v2"})
     consumer = FakeConsumer()
-    holds = Holds(task.rt.spec, consumer, Clock())
+    holds = Holds(task.io.spec, consumer, Clock())
     main = task.inputs[0]
     membership._handle_runs([_msg("in", 6, "v2")], {("in", 0): (task, main)}, holds)
     assert ("in", 0) in holds
@@ -151,7 +153,7 @@ def test_a_hook_that_meets_the_registry_away_holds_at_its_record_after_the_ones_
     task = _task(tmp_path, set(), NeedsTheRegistryInItsHook)
     main = task.inputs[0]
     consumer = FakeConsumer()
-    holds = Holds(task.rt.spec, consumer, Clock())
+    holds = Holds(task.io.spec, consumer, Clock())
     batch = [_msg("in", 5, "v1a"), _msg("in", 6, "v2"), _msg("in", 7, "v1b")]
     membership._handle_runs(batch, {("in", 0): (task, main)}, holds)
     # v1a is handled (its effects stay in the open transaction): read again, it would count twice

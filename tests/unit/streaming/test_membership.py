@@ -18,7 +18,7 @@ from framework import Computation, Pipeline
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.timers import decode_timer
 from framework.errors import Rejoin, Retry
-from framework.kafka.output import Runtime
+from framework.kafka.output import ComputationIO
 from framework.kafka.schema_registry import RegistryUnavailable
 from framework.state.store import TaskStore
 from framework.streaming import membership as membership_module
@@ -71,7 +71,7 @@ class Parts:
         self.channels, self.restorer = FakeChannels(), FakeRestorer(instant=True)
         partitions = {"in": 2, "counts": 2}
         policy = ErrorPolicy(spec.group, spec.on_error)
-        rt = Runtime(pipeline, spec, self.collector, partitions, policy)
+        rt = ComputationIO(pipeline, spec, self.collector, partitions, policy)
         tasks = TaskManager(rt, self.consumer, FakeAdmin(), self.channels, self.restorer, tmp_path)
         self.tasks, self.spec = tasks, spec
         self.membership = Membership(

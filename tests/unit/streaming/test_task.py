@@ -1,12 +1,20 @@
-"""What a task knows of an input partition after a run of its records."""
+"""What a task knows of an input partition after a run of its records, and where its bad
+records go."""
 
 from __future__ import annotations
 
 from confluent_kafka import Message
 
-from framework.core.pipeline import BoundedOutOfOrderness
+from framework.core.api import Computation, Timer
+from framework.core.dead_letters import ErrorPolicy
+from framework.core.pipeline import BoundedOutOfOrderness, Pipeline, key_by
+from framework.core.timers import decode_timer
 from framework.core.watermarks import BoundedLateness, Published
-from framework.streaming.task import InputPartition
+from framework.kafka.limits import Limit, TopicLimits
+from framework.kafka.output import ComputationIO
+from framework.state.store import TaskStore
+from framework.streaming.task import InputPartition, KeyedTask, RepartitionTask
+from tests.unit.kafka.fakes import fake_collector
 
 
 def _msgs(*timestamps: int) -> list[Message]:
@@ -38,3 +46,90 @@ def test_a_watermark_that_ignores_what_is_read_is_not_shown_it():
     assert not inp._observes
     inp.consumed_run(_msgs(100))
     assert inp.position == 11
+
+
+# -- bad records: the one dead-letter path, with the message each was read from ----------------
+
+
+class Count(Computation):
+    def process_record(self, ctx, record):
+        if record.value.get("boom"):
+            raise RuntimeError("boom")
+        ctx.produce("out", {"n": 1})
+
+    def process_timer(self, ctx, timer):
+        raise RuntimeError("timer boom")
+
+
+def _io(monkeypatch) -> ComputationIO:
+    pipeline = (
+        Pipeline("dl", partitions=1)
+        .source("in")
+        .computation("c", Count, inputs={"in": key_by("user")}, outputs={"out": None})
+    )
+    spec = pipeline["c"]
+    counts = {"in": 1, spec.by_key("in"): 1}
+    collector = fake_collector(monkeypatch, TopicLimits({spec.by_key("in"): Limit(200)}))
+    return ComputationIO(pipeline, spec, collector, counts, ErrorPolicy(spec.group, "dead_letter"))
+
+
+def _sent(io: ComputationIO) -> list[tuple]:
+    io.collector.flush()
+    return io.collector.producer.produced
+
+
+def _told(produced: tuple) -> tuple:
+    headers = dict(produced[5])
+    where = (headers["logwheel.source.topic"], headers["logwheel.source.offset"])
+    return produced[2], headers["logwheel.error.stage"], *where, headers.get("trace")
+
+
+def _raw(topic: str, offset: int, value: bytes) -> Message:
+    return Message(topic=topic, partition=0, offset=offset, key=b"kk", value=value,
+                   timestamp=(1, 1_000 + offset), headers=[("trace", b"t")])  # fmt: skip
+
+
+def test_the_re_keying_task_writes_each_record_under_its_key_or_dead_letters_it(monkeypatch):
+    io = _io(monkeypatch)
+    task = RepartitionTask(io, io.spec.inputs[0], 0)
+    [inp] = task.inputs
+    values = [b'{"user": "ann"}', b"garbage", b'{"other": 1}', b'{"user": "' + b"x" * 200 + b'"}']
+    for offset, value in enumerate(values):
+        task.handle(_raw("in", offset, value), inp)
+    assert inp.position == 4
+    by_key, *dead = _sent(io)
+    assert by_key == (
+        io.spec.by_key("in"),
+        b"ann",
+        values[0],
+        0,
+        1_000,
+        [("logwheel.id", b"in/0/0")],
+    )
+    assert [_told(d) for d in dead] == [
+        (values[1], b"decode", b"in", b"1", b"t"),
+        (values[2], b"key", b"in", b"2", b"t"),
+        (values[3], b"produce", b"in", b"3", b"t"),
+    ]
+
+
+def test_a_keyed_tasks_bad_records_are_dead_letters_of_the_messages_they_were_read_from(
+    monkeypatch, tmp_path
+):
+    io = _io(monkeypatch)
+    task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
+    [inp] = task.inputs
+    topic = io.spec.by_key("in")
+    values = [b'{"user": "ann"}', b"garbage", b'{"user": "ann", "boom": true}', b'{"user": "bo"}']
+    task.handle_run([_raw(topic, offset, value) for offset, value in enumerate(values)], inp)
+    task.executor.timers.set("ann", Timer(5, "t"))
+    task.executor.advance_watermark(10)  # the timer's hook fails: a dead letter of no message
+    assert inp.position == 4
+    sent = _sent(io)
+    assert [p[2] for p in sent if p[0] == "out"] == [b'{"n":1}'] * 2
+    dead = [p for p in sent if p[0] == io.spec.dlq]
+    assert [_told(d) for d in dead[:2]] == [
+        (values[1], b"decode", topic.encode(), b"1", b"t"),
+        (values[2], b"process_record", topic.encode(), b"2", b"t"),
+    ]
+    assert _told(dead[2])[1:] == (b"process_timer", b"", b"", None)
