@@ -1,12 +1,12 @@
 """Exactly-once on a three-broker cluster (replication factor 3, min.insync.replicas 2) while
 one broker fails and the other two carry on: wordcount fed at a steady rate, a broker
 SIGKILLed or cut off from the clients by a fault proxy mid-run. Nothing is lost or counted
-twice, and the output resumes while the broker is still down, within the stall bound (60 s;
-the aim, met in most runs, is 30 s: tests/support_cluster.py).
+twice, and the output resumes while the broker is still down (a liveness bound,
+`STALL_BOUND_S`: tests/support_cluster.py).
 
 Each test runs its own cluster (and Toxiproxy) under tmp_path on free ports, in `make test`
-too (2 to 3 minutes for both). The stalls measured are printed (`-s`) and quoted in the
-README's production settings.
+too. The stalls measured are printed at the end of the session beside their aim of 30 s
+(the `aim` fixture) and quoted in the README's production settings.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from framework.broker.host import QUIET
-from framework.kafka.reading import end_offsets
+from framework.kafka.reading import ATTEMPT_S, end_offsets
 from tests.support import Wordcount, wait_for
 from tests.support_cluster import (
     STALL_AIM_S,
@@ -29,7 +29,7 @@ from tests.support_cluster import (
 
 pytestmark = [
     pytest.mark.chaos,
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(900),  # two faults, each waited on up to STALL_BOUND_S
 ]
 
 CUT_S = 8.0
@@ -58,7 +58,7 @@ def _finish(wc: Wordcount, feeder: Feeder, job) -> None:
 
 
 def test_wordcount_stays_exact_when_the_leaders_then_the_coordinators_broker_is_killed(
-    tmp_path,
+    tmp_path, aim
 ):
     with running_cluster(tmp_path / "cluster") as (cluster, _):
         wc, job, feeder = _start(cluster.bootstrap(), tmp_path)
@@ -76,9 +76,7 @@ def test_wordcount_stays_exact_when_the_leaders_then_the_coordinators_broker_is_
                     killed = time.monotonic()
                     cluster.kill(victim)
                     stalls[fault] = watch.wait_resumed(killed)
-                    aim = "within" if stalls[fault] < STALL_AIM_S else "OVER"
-                    print(f"\nSIGKILL of node {victim} ({fault}): stalled {stalls[fault]:.1f}s")
-                    print(f"({aim} the aim of {STALL_AIM_S:.0f}s)")
+                    aim(f"cluster: stall after SIGKILL of the {fault}", stalls[fault], STALL_AIM_S)
                     assert stalls[fault] < STALL_BOUND_S, job.output()[-5000:]
                     assert cluster.pids()[victim] is None  # resumed with the broker still down
                     assert watch.count_since(killed + stalls[fault]) > 0
@@ -91,7 +89,7 @@ def test_wordcount_stays_exact_when_the_leaders_then_the_coordinators_broker_is_
 
 
 def test_wordcount_stays_exact_when_the_proxy_cuts_the_coordinators_broker_during_commits(
-    tmp_path,
+    tmp_path, aim
 ):
     with running_cluster(tmp_path / "cluster", proxied=True) as (cluster, proxy):
         wc, job, feeder = _start(cluster.bootstrap(), tmp_path)
@@ -108,9 +106,8 @@ def test_wordcount_stays_exact_when_the_proxy_cuts_the_coordinators_broker_durin
                 proxy.add_toxic(leader, "latency", "upstream", latency=500)
                 proxy.schedule([(CUT_S, proxy.reset)]).join()
                 slowed = watch.wait_resumed(slow)
-            print(
-                f"\nstall: cut of {victim} for {CUT_S}s {stall:.1f}s, 500 ms latency {slowed:.1f}s"
-            )
+            aim(f"cluster: stall with a cut of {CUT_S:.0f}s", stall, STALL_AIM_S)
+            aim("cluster: stall under 500 ms of latency", slowed, STALL_AIM_S)
             assert stall >= CUT_S / 2  # the clients went through the proxy: the cut told
             assert stall < CUT_S + STALL_BOUND_S and slowed < STALL_BOUND_S
             _finish(wc, feeder, job)
@@ -120,7 +117,7 @@ def test_wordcount_stays_exact_when_the_proxy_cuts_the_coordinators_broker_durin
 
 
 def test_wordcount_stays_exact_when_a_node_is_killed_then_the_coordinators_broker_is_slowed(
-    tmp_path,
+    tmp_path, aim
 ):
     """The full-size run's worst stretch, small: a node SIGKILLed and back (leaders move, and
     every client that knew the old leader epochs is stale), then 1,500 ms of latency each way
@@ -145,8 +142,12 @@ def test_wordcount_stays_exact_when_a_node_is_killed_then_the_coordinators_broke
                 cluster.start(node=victim, say=lambda _: None)
                 wait_for(lambda: not cluster.under_replicated(), 90, what="replicas in sync")
                 asked = time.monotonic()
-                end_offsets(admin, partitions, committed=False, timeout=20)
+                end_offsets(admin, partitions, committed=False, timeout=60)
                 answered = time.monotonic() - asked
+                # A client that never looked the leaders up again waited out its whole timeout
+                # (60 s here); one that does asks once more at most after ATTEMPT_S. Four times
+                # that leaves room for a loaded machine.
+                assert answered < 4 * ATTEMPT_S, f"ends known only after {answered:.1f}s"
                 slow = time.monotonic()
                 for stream in ("upstream", "downstream"):
                     proxy.add_toxic(f"node-{coordinator}", "latency", stream, latency=LATENCY_MS)
@@ -154,13 +155,11 @@ def test_wordcount_stays_exact_when_a_node_is_killed_then_the_coordinators_broke
                 fast = time.monotonic()
                 after = watch.wait_resumed(fast)
                 stall, slowed = watch.stall_since(killed, slow), watch.stall_since(slow, fast)
-            print(
-                f"\nSIGKILL of node {victim} and back: stalled {stall:.1f}s, ends known to a "
-                f"client of before it after {answered:.1f}s; {LATENCY_MS} ms on "
-                f"node {coordinator} for {SLOW_S:.0f}s: {slowed:.1f}s, after it {after:.1f}s"
-            )
+            print(f"\nends known to a client of before the kill after {answered:.1f}s")
+            aim(f"cluster: stall after SIGKILL of node {victim} and back", stall, STALL_AIM_S)
+            aim(f"cluster: stall under {LATENCY_MS} ms of latency", slowed, STALL_AIM_S)
+            aim("cluster: stall after the latency ended", after, STALL_AIM_S)
             assert max(stall, slowed, after) < STALL_BOUND_S, job.output()[-5000:]
-            assert after < STALL_AIM_S, job.output()[-5000:]
             _finish(wc, feeder, job)
         finally:
             feeder.stop()

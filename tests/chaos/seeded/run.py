@@ -202,13 +202,14 @@ def assert_passed(outcome: Outcome, size: Size, records: int) -> None:
     every kind drawn as often as `size` says, `records` at least, and nothing lost,
     duplicated or wrong (a cluster run: no hanging transaction either)."""
     print(outcome.line)
-    details = "\n".join(outcome.report.details + outcome.errors + outcome.crashes)
+    report = outcome.report
+    details = "\n".join(report.unchecked + report.details + outcome.errors + outcome.crashes)
     assert not outcome.errors, f"faults that could not be done:\n{details}"
     assert not outcome.crashes, f"processes that died by themselves:\n{details}"
     faults = by_kind([d.fault for d in outcome.faults])
     assert all(faults.get(kind, 0) >= size.count(kind) for kind in size.kinds), faults
-    assert outcome.report.records >= records
-    assert outcome.report.ok, f"{outcome.line}\n{details}"
+    assert report.records >= records
+    assert report.ok, f"{outcome.line}\n{details}"
     assert not outcome.hanging, "\n".join(outcome.hanging)
 
 
@@ -361,7 +362,8 @@ def main() -> None:
         sizes = {False: (REDUCED, FULL), True: (CLUSTER_REDUCED, CLUSTER_FULL)}[args.cluster]
         outcome = run_chaos(root, args.seed, sizes[args.full], guarantee)
         print(outcome.line)
-        for line in outcome.report.details + outcome.crashes + outcome.errors + outcome.hanging:
+        found = outcome.report.unchecked + outcome.report.details
+        for line in found + outcome.crashes + outcome.errors + outcome.hanging:
             print("  " + line[:400])
         print(f"run time {outcome.seconds:.0f}s")
     finally:
