@@ -216,6 +216,13 @@ def _latest(msgs: list) -> dict[str, bytes | None]:
     return latest
 
 
+def open_windows(bootstrap: str, changelog: str) -> dict[str, bytes]:
+    """The keys a windowed stage's changelog still holds state for, their latest values: a
+    window not closed yet (every window closes once the input's last watermark passed it)."""
+    state = _latest(_read(bootstrap, changelog))
+    return {k: v for k, v in state.items() if v is not None and json.loads(v)}
+
+
 # -- the two pipelines -----------------------------------------------------------------------
 
 
@@ -300,8 +307,7 @@ def verify_windows(report: Report, bootstrap: str, name: str, prefix: str) -> No
         task_of = {m.key().decode(): m.partition() for m in by_key}
         marks = check_marks(report, bootstrap, f"{name}.{computation}.watermarks")
         check_timers(report, msgs, size, task_of, marks, computation)
-        state = _latest(_read(bootstrap, f"{name}.{computation}.changelog"))
-        left = {k: v for k, v in state.items() if v is not None and json.loads(v)}
+        left = open_windows(bootstrap, f"{name}.{computation}.changelog")
         if left:
             report.changelog_wrong += len(left)
             report.note(f"{computation} changelog keeps open windows: {list(left.items())[:3]}")
