@@ -37,11 +37,13 @@ every loop (0.25 s at most), so 30 s holds a hundred chances."""
 SETTLED_S = 3.0
 """Drained means lag 0 and nothing written or committed for this long: the last commit (a
 mark heard after the last records) follows the drain within a poll and a commit."""
+SETTLE_TIMEOUT_S = 60.0
 CORE_AIM = 0.005
-CORE_BOUND = 0.05
-"""What the test holds: a process that commits or polls once per loop without backing off
-takes tens of percent of a core. The aim is under 0.5%; five percent leaves room for a
-loaded machine's scheduling and cache misses."""
+CORE_BOUND = 0.02
+"""What the test holds: each process of a settled idle job took 0.3-0.4% of a core here, one
+that commits on every loop 2.6-4.4% (made so on purpose), one that polls without backing off
+tens of percent. The aim is under 0.5%; 2% leaves five times the room for a loaded machine's
+scheduling, once the job has settled (the figures of a job still draining were the noise)."""
 
 
 def last_commits(kafka: str, group: str, topic: str, partitions: int) -> list[int]:
@@ -126,18 +128,16 @@ def idle(kafka: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
 
 
 def _settle(one: Idle, kafka: str, admin: AdminClient) -> None:
-    """Wait until the job counted every word, has nothing left to read, and nothing it writes
-    or commits moved for SETTLED_S."""
+    """Wait until the job counted every word, then until every group committed the end of
+    its input and nothing it writes or commits moved for SETTLED_S. A job that does not
+    settle within SETTLE_TIMEOUT_S is watched as it is: the watch shows what it keeps doing."""
     one.wc.read_counts()
-    wait_for(
-        lambda: all(r.consumer_lag == 0 for r in status(one.wc.pipeline, kafka)),
-        120,
-        what="every group to commit the end of its input",
-    )
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
     last, since = None, time.monotonic()
-    while time.monotonic() - since < SETTLED_S:
+    while time.monotonic() - since < SETTLED_S and time.monotonic() < deadline:
         now = one.snapshot(kafka, admin)
-        if now != last:
+        drained = all(r.consumer_lag == 0 for r in status(one.wc.pipeline, kafka))
+        if now != last or not drained:
             last, since = now, time.monotonic()
         time.sleep(0.5)
 
