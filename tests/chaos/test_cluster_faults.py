@@ -43,8 +43,8 @@ SLOW_S = 10.0
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory) -> Iterator[tuple]:
-    """One three-node cluster behind Toxiproxy for the module's tests: a cluster start each
-    had cost three JVMs' start on the shared machine."""
+    """One three-node cluster behind Toxiproxy for the module's tests (a cluster of each
+    test's own had cost two more starts of three JVMs)."""
     with running_cluster(tmp_path_factory.mktemp("cluster"), proxied=True) as (cluster, proxy):
         yield cluster, proxy
 
