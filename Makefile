@@ -18,7 +18,7 @@ help:
 	@echo "make demo         Zeitgeist on the embedded broker: planted spike and dip found, nothing else"
 	@echo "make test         every test suite (unit, integration on a real broker, chaos reduced)"
 	@echo "make enrich-demo  the stream-table join (jobs/enrich) on the embedded broker"
-	@echo "make chaos        the chaos suite at full size (LOGWHEEL_CHAOS_FULL=1)"
+	@echo "make chaos        the chaos suite at full size (LOGWHEEL_CHAOS_FULL=1), the jar build"
 	@echo "make soak         the windowed pipeline under faults for LOGWHEEL_SOAK_MINUTES (30)"
 	@echo "make bench        the benchmarks"
 	@echo "make lint         ruff check, ruff format --check, the layering contracts (lint-imports)"
@@ -62,8 +62,13 @@ enrich-demo: venv jars
 	$(PY) -m framework.cli broker start
 	LOGWHEEL_BOOTSTRAP= $(PY) -m jobs.enrich.demo
 
+# The chaos suite at full size, ten fresh brokers in a row, the clean shutdown under load and
+# the fresh-cache jar build (a 136 MB build): every figure with an aim printed beside it.
+CHAOS_TESTS := tests/chaos tests/integration/test_broker_ready.py \
+	tests/integration/test_shutdown.py tests/integration/test_jars.py
 chaos: venv jars
-	LOGWHEEL_CHAOS_FULL=1 $(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) tests/chaos
+	LOGWHEEL_CHAOS_FULL=1 LOGWHEEL_TEST_JAR_BUILD=1 \
+		$(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) $(CHAOS_TESTS)
 
 soak: venv jars
 	$(PY) -m tests.chaos.seeded.soak

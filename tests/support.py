@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
-import functools
 import json
 import os
 import shutil
@@ -235,8 +234,9 @@ def read_topic(
     """Every record of `topic` from the start (read_committed unless `committed=False`):
     until `expect` records, or until nothing new came for `idle` seconds, or `timeout`.
     `to_end`: until every partition reached its end (its last stable offset under
-    read_committed) instead of waiting `idle` seconds, for a topic nothing writes to any
-    more. `kafka`: extra client settings (SASL, SSL, ...)."""
+    read_committed), after `expect` records if given, instead of waiting `idle` seconds: what
+    was committed by then, duplicates included. `kafka`: extra client settings (SASL, SSL,
+    ...)."""
     consumer = Consumer(
         {
             **(kafka or {}),
@@ -253,15 +253,15 @@ def read_topic(
     ended: set[int] = set()
     try:
         while time.monotonic() < deadline:
-            if expect is not None and len(records) >= expect:
-                break
-            if to_end and len(ended) == len(meta.partitions):
+            enough = expect is None or len(records) >= expect
+            if enough and (len(ended) == len(meta.partitions) if to_end else expect is not None):
                 break
             if expect is None and not to_end and time.monotonic() - last > idle:
                 break
             for msg in consumer.consume(1000, 0.2):
                 if msg.error() is None:
                     records.append(msg)
+                    ended.discard(msg.partition())
                     last = time.monotonic()
                 elif msg.error().code() == KafkaError._PARTITION_EOF:
                     ended.add(msg.partition())
@@ -335,15 +335,19 @@ class Wordcount:
         return sum(self.words.values())
 
     def read_counts(self, timeout: float = 120, expect: int | None = None) -> list[tuple[str, int]]:
-        """The committed counts, once `expect` (default: one per word seen) have come."""
+        """The committed counts, once `expect` (default: one per word seen) have come, read on
+        to the output's end: every duplicate committed by then too."""
         from framework.serde.codecs import decoder_for
 
         decode = decoder_for("wordcount.WordCount")
-        read = functools.partial(read_topic, self.bootstrap, self.counts_topic, kafka=self.kafka)
-        msgs = read(expect=expect or self.total(), timeout=timeout)
-        # a short extra read catches duplicates that would come after the expected total
-        extra = read(timeout=10, idle=2)
-        msgs = extra if len(extra) > len(msgs) else msgs
+        msgs = read_topic(
+            self.bootstrap,
+            self.counts_topic,
+            expect=expect or self.total(),
+            timeout=timeout,
+            kafka=self.kafka,
+            to_end=True,
+        )
         return [(v["word"], v["count"]) for v in (decode(m.value()) for m in msgs)]
 
     def check_exact(self, counts: list[tuple[str, int]], times: int = 1) -> None:

@@ -5,8 +5,9 @@ a node SIGKILLed, a node stopped past the broker session timeout, the active con
 SIGKILLed, a node cut off by its proxy, latency on a node's proxy and connection resets on a
 transaction coordinator's proxy (`tests/chaos/seeded/cluster.py`).
 
-Besides nothing lost, duplicated or wrong, the output never stalls past `STALL_BOUND_S` after
-a fault that met two nodes or more up and reachable, and Kafka's `find-hanging` finds no
+Besides nothing lost, duplicated or wrong, the output resumes after every fault that met two
+nodes or more up and reachable (within `STALL_BOUND_S`, a liveness bound; the longest stall is
+printed at the end of the session beside its aim of 30 s), and Kafka's `find-hanging` finds no
 hanging transaction on any node at the end.
 
 `make test` runs the reduced size (two of each process fault, one of each cluster kind, a fixed
@@ -27,7 +28,7 @@ from tests.chaos.seeded.run import (
     assert_passed,
     run_chaos,
 )
-from tests.support_cluster import STALL_BOUND_S
+from tests.support_cluster import STALL_AIM_S, STALL_BOUND_S
 
 SIZE = CLUSTER_FULL if FULL_RUN else CLUSTER_REDUCED
 RECORDS = 1_000_000 if FULL_RUN else 20_000
@@ -35,7 +36,8 @@ RECORDS = 1_000_000 if FULL_RUN else 20_000
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(7200 if FULL_RUN else 900)]
 
 
-def test_seeded_broker_and_network_faults_on_a_cluster_lose_and_duplicate_nothing(tmp_path):
+def test_seeded_broker_and_network_faults_on_a_cluster_lose_and_duplicate_nothing(tmp_path, aim):
     outcome = run_chaos(tmp_path, SEED, SIZE)
+    aim("seeded cluster run: longest stall with two nodes up", outcome.stall, STALL_AIM_S)
     assert_passed(outcome, SIZE, RECORDS)
     assert outcome.stall < STALL_BOUND_S, f"{outcome.line}\n(timeline.txt in {tmp_path})"

@@ -6,10 +6,9 @@ Kafka skips a transaction's markers to a partition that has no leader and record
 transaction complete anyway. Right after a restart the single node's partitions have no leader
 for a moment; the transaction coordinator's first scan for timed-out transactions used to fall
 into it (`framework.broker.settings.TIMED_OUT_ABORT_SCAN_MS`). Both tests run on a combined
-node and on
-a broker whose controller runs in a JVM of its own (the seeded chaos run's broker). A broker of
-its own: the test kills it.
-"""
+node and on a broker whose controller runs in a JVM of its own (the seeded chaos run's broker):
+a broker of the module's own per mode, which the first test kills and starts again and the
+second stops (each starts it first if it is not running)."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -25,9 +25,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from framework.broker.embedded import Broker
 from framework.kafka.config import TRANSACTION_TIMEOUT_MS
+from tests.support_broker import first_group_reads
 
 pytestmark = pytest.mark.timeout(240)
-MODES = pytest.mark.parametrize("separate", [False, True], ids=["combined", "separate-controller"])
 
 
 def _sigkill(broker: Broker) -> None:
@@ -71,51 +71,52 @@ def _last_stable_offset(bootstrap: str, partition: TopicPartition) -> tuple[int,
     return ends[0], ends[1]
 
 
-def _broker(home, separate: bool) -> Broker:
-    return Broker(home, jvm_opts=["-XX:TieredStopAtLevel=1"], separate_controller=separate)
-
-
-@MODES
-def test_a_transaction_open_at_a_sigkill_is_aborted_everywhere_after_the_restart(
-    tmp_path, separate
-):
-    broker = _broker(tmp_path / "broker", separate)
-    bootstrap = broker.start(port=0, say=lambda _: None).address
+@pytest.fixture(scope="module", params=[False, True], ids=["combined", "separate-controller"])
+def broker(request, tmp_path_factory) -> Iterator[Broker]:
+    """A fresh broker of the mode, ready for its first group; stopped at the end."""
+    home = tmp_path_factory.mktemp("broker")
+    node = Broker(home, jvm_opts=["-XX:TieredStopAtLevel=1"], separate_controller=request.param)
     try:
-        topic, group = "input", "hanging-group"
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-        partition = TopicPartition(topic, 0)
-        member = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-        producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "transactional.id": "hanging-producer",
-                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
-            }
-        )
-        producer.init_transactions(30)
-        producer.begin_transaction()
-        producer.produce(topic, value=b"never committed")
-        assert producer.flush(10) == 0
-        producer.send_offsets_to_transaction(
-            [TopicPartition(topic, 0, 1)], member.consumer_group_metadata(), 30
-        )
-        # Old enough that the restarted coordinator's first scan finds it timed out.
-        time.sleep(TRANSACTION_TIMEOUT_MS / 1000 * 0.8)
-        _sigkill(broker)
-        broker.start(port=0, say=lambda _: None)
-
-        deadline = time.monotonic() + 90
-        offset = _stable_offset(bootstrap, group, partition, 10)
-        while offset is None and time.monotonic() < deadline:
-            offset = _stable_offset(bootstrap, group, partition, 10)
-        assert offset is not None, "the aborted transaction's offset commit stayed pending"
-        assert offset < 0, f"an aborted transaction committed offset {offset}"
-        stable, high = _last_stable_offset(bootstrap, partition)
-        assert stable == high, f"read_committed readers stop at {stable} of {high}"
+        assert first_group_reads(node.start(port=0, say=lambda _: None).address) == 10
+        yield node
     finally:
-        broker.stop()
+        node.stop()
+
+
+def test_a_transaction_open_at_a_sigkill_is_aborted_everywhere_after_the_restart(broker):
+    bootstrap = broker.start(port=0, say=lambda _: None).address
+    topic, group = "input", "hanging-group"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    partition = TopicPartition(topic, 0)
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": "hanging-producer",
+            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+        }
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"never committed")
+    assert producer.flush(10) == 0
+    producer.send_offsets_to_transaction(
+        [TopicPartition(topic, 0, 1)], member.consumer_group_metadata(), 30
+    )
+    # Old enough that the restarted coordinator's first scan finds it timed out.
+    time.sleep(TRANSACTION_TIMEOUT_MS / 1000 * 0.8)
+    _sigkill(broker)
+    broker.start(port=0, say=lambda _: None)
+
+    deadline = time.monotonic() + 90
+    offset = _stable_offset(bootstrap, group, partition, 10)
+    while offset is None and time.monotonic() < deadline:
+        offset = _stable_offset(bootstrap, group, partition, 10)
+    assert offset is not None, "the aborted transaction's offset commit stayed pending"
+    assert offset < 0, f"an aborted transaction committed offset {offset}"
+    stable, high = _last_stable_offset(bootstrap, partition)
+    assert stable == high, f"read_committed readers stop at {stable} of {high}"
 
 
 def _leaders(bootstrap: str, topic: str) -> list[int]:
@@ -124,13 +125,11 @@ def _leaders(bootstrap: str, topic: str) -> list[int]:
     return [p.leader for p in meta.partitions.values()]
 
 
-@MODES
-def test_a_stopping_node_never_serves_its_partitions_leaderless(tmp_path, separate):
+def test_a_stopping_node_never_serves_its_partitions_leaderless(broker):
     """While a clean stop is under way the node still takes requests; had it handed its
     partitions' leadership away (a controlled shutdown: there is no other replica to take it),
     an EndTxn accepted then would have its markers skipped (seen in the seeded chaos run: a
     PrepareCommit at the stop completed 1 ms later with no marker on __consumer_offsets)."""
-    broker = _broker(tmp_path / "broker", separate)
     bootstrap = broker.start(port=0, say=lambda _: None).address
     topic = "stopping"
     admin = AdminClient({"bootstrap.servers": bootstrap})

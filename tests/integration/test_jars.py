@@ -12,6 +12,7 @@ import pytest
 from framework.broker.embedded import Broker
 from framework.jvm import jars
 from framework.jvm.jars import KAFKA, REGISTRY, kafka_jars, registry_jar
+from tests.support_broker import first_group_reads
 
 
 def test_a_fresh_jar_cache_is_filled_once_and_a_broker_runs_from_it(tmp_path, monkeypatch):
@@ -27,6 +28,7 @@ def test_a_fresh_jar_cache_is_filled_once_and_a_broker_runs_from_it(tmp_path, mo
     started = broker.start(port=0, say=lambda _: None)
     try:
         assert started.address.startswith("127.0.0.1:")
+        assert first_group_reads(started.address) == 10  # ready for its first group
     finally:
         broker.stop()
 

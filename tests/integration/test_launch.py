@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 
@@ -42,12 +41,13 @@ def test_a_crash_of_any_child_stops_the_job(kafka, tmp_path):
     module = write_job(tmp_path, name.replace("-", "_"), f"NAME = {name!r}\n" + JOB)
     job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
     job.start()
-    started = time.monotonic()
     try:
+        # A liveness bound: the crash comes within seconds of the start; 120 s leaves room for
+        # a loaded machine's imports and group joins, and a job that waits on its healthy
+        # child never ends at all.
         code = job.proc.wait(120)
     except subprocess.TimeoutExpired:
         job.kill()
         pytest.fail("the job kept running after its second computation crashed")
     assert code == 1, job.output()
     assert "computation broken exited with 1" in job.output()
-    assert time.monotonic() - started < 120

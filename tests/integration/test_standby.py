@@ -51,7 +51,7 @@ def test_a_takeover_with_a_standby_restores_only_the_tail(kafka, tmp_path):
         time.sleep(2)  # the standbys read the last commit
         assert b.stop() == 0  # a clean stop flushes the stores, so they can be read
         latest: dict[int, dict[str, bytes | None]] = {}
-        for m in sorted(read_topic(kafka, changelog, idle=2), key=lambda m: m.offset()):
+        for m in sorted(read_topic(kafka, changelog, to_end=True), key=lambda m: m.offset()):
             latest.setdefault(m.partition(), {})[m.key().decode()] = m.value()
         for p in set(range(4)) - owned(b):
             truth = {k: v for k, v in latest.get(p, {}).items() if v is not None}
@@ -62,7 +62,7 @@ def test_a_takeover_with_a_standby_restores_only_the_tail(kafka, tmp_path):
             90,
             what="b back with its standbys",
         )
-        records = len(read_topic(kafka, changelog, idle=2))
+        records = len(read_topic(kafka, changelog, to_end=True))
         restored_before = b.output(this_start=True).count("restored")
         a.kill()
         wait_for(lambda: len(owned(b)) == 4, 90, what="b to take over")

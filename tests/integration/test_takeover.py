@@ -7,9 +7,8 @@ restart published a lower watermark than it had before (invariant 4)."""
 from __future__ import annotations
 
 import threading
-import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.dead_letters import ErrorPolicy
@@ -20,6 +19,7 @@ from framework.kafka.topics import create_topics
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.task_manager import TaskManager
 from tests.chaos import windows_job
+from tests.support import unique_name, wait_for
 from tests.unit.streaming.fakes import FakeChannels, FakeCollector, FakeRestorer
 
 
@@ -42,6 +42,24 @@ def _committed(kafka: str, topic: str, name: str, records: list[tuple[bytes, byt
     producer.commit_transaction(30)
 
 
+def _served(kafka: str, partitions: list[TopicPartition]) -> None:
+    """Wait until the partitions' leader serves them: a topic's metadata names its leader a
+    moment before that broker answers for it (NOT_LEADER_FOR_PARTITION), which a runner
+    retries but a test driving the task manager itself would fail on."""
+    consumer = Consumer(consumer_config(kafka, reader=unique_name("probe")))
+
+    def answered() -> bool:
+        try:
+            return all(consumer.get_watermark_offsets(tp, 5, cached=False) for tp in partitions)
+        except KafkaException:
+            return False
+
+    try:
+        wait_for(answered, 60, what=f"the leaders of {partitions}")
+    finally:
+        consumer.close()
+
+
 def test_a_takeover_reads_its_previous_owners_mark_behind_another_process_s_transaction(
     kafka, create_topic, unique
 ):
@@ -51,17 +69,27 @@ def test_a_takeover_reads_its_previous_owners_mark_behind_another_process_s_tran
     _committed(kafka, channel, unique("owner"), [(b"count/task/0", encode_mark(mark))])
     admin = AdminClient(client_config(kafka))
     channels = WatermarkChannels(Consumer(consumer_config(kafka, reader=unique("reader"))), admin)
-    # the other process commits a little later: its commit, not the owner's, moves the end
-    later = threading.Timer(2.0, other.commit_transaction, args=(30,))
-    later.start()
+    failed: list[BaseException] = []
+
+    def catch_up() -> None:
+        try:
+            channels.catch_up(timeout=60)
+        except BaseException as error:  # noqa: BLE001 - reported by the test below
+            failed.append(error)
+
+    catching = threading.Thread(target=catch_up, daemon=True)
     try:
         channels.follow([channel])
-        started = time.monotonic()
-        channels.catch_up(timeout=60)
+        catching.start()
+        # Reading only to the stable end, it would return at once without the owner's mark.
+        catching.join(2.0)
+        assert catching.is_alive(), f"caught up with another transaction open: {failed}"
+        other.commit_transaction(30)  # the other's commit, not the owner's, moves the end
+        catching.join(60)
+        assert not catching.is_alive() and not failed, failed
         assert channels.latest(channel, "count/task/0") == mark
-        assert time.monotonic() - started > 1.0  # it waited for the other transaction
     finally:
-        later.join()
+        catching.join(60)
         channels.close()
 
 
@@ -71,6 +99,7 @@ def test_a_takeover_claims_its_outputs_up_to_its_previous_owners_writes(kafka, u
     spec = pipeline["count"]
     events, by_key = f"{prefix}events", spec.by_key(f"{prefix}events")
     create_topics(kafka, pipeline)
+    _served(kafka, [TopicPartition(events, 0), TopicPartition(by_key, 0)])
     other = _open_transaction(kafka, by_key, unique("other"))
     _committed(kafka, by_key, unique("owner"), [(b"k", b"1"), (b"k", b"2")])  # offsets 1, 2
 

@@ -26,7 +26,7 @@ from tests.support import (
     write_job,
 )
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(240)
 
 WINDOW = 1_000
 BASE = 1_700_000_000_000  # event time of the first window; a multiple of WINDOW
@@ -173,7 +173,10 @@ pipeline.computation(
 )
 
 IDLE_MS = 2_000
-SLACK_S = 15
+CLOSE_BOUND_S = 90
+"""A liveness bound: a window closes about IDLE_MS after partitions 1-3 were first read (a
+silent partition that held the watermark back would close none, ever); 90 s leaves room for a
+loaded machine's restores, commits and marks on the way."""
 
 
 def test_silent_partition_does_not_hold_the_watermark_back(kafka, tmp_path):
@@ -201,22 +204,19 @@ def test_silent_partition_does_not_hold_the_watermark_back(kafka, tmp_path):
 
     feeder = threading.Thread(target=feed, daemon=True)
     try:
-        began = time.monotonic()
         feeder.start()
         msgs = wait_for(
             lambda: read_topic(kafka, counts_topic, idle=0.5, timeout=5),
-            IDLE_MS / 1000 + SLACK_S,
+            CLOSE_BOUND_S,
             interval=0.5,
             what="a window to close although partitions 1-3 are silent",
         )
-        waited = time.monotonic() - began
         stop.set()
         feeder.join(10)
         marks = read_marks(kafka, f"{name}.windows.watermarks", idle=1.0, timeout=10)
     finally:
         stop.set()
         assert job.stop() == 0, job.output()[-3000:]
-    assert waited < IDLE_MS / 1000 + SLACK_S
     counts = window_counts(msgs)
     assert counts, "no window closed"
     assert all(c == [5] for c in counts.values()), f"partial or repeated windows: {counts}"

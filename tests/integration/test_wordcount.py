@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import time
 
 import pytest
 from confluent_kafka import Producer
@@ -32,11 +31,7 @@ def test_deleting_local_state_changes_nothing(kafka, tmp_path):
     wc = Wordcount(kafka, tmp_path)
     wc.send_lines(1_000)
     job = wc.job().start()
-    wait_for(
-        lambda: len(read_topic(kafka, wc.counts_topic, idle=1)) >= wc.total(),
-        120,
-        what="first half counted",
-    )
+    wc.read_counts()  # the first half counted
     assert job.stop() == 0, job.output()
     shutil.rmtree(tmp_path / "state-a")
     wc.send_lines(1_000)
@@ -94,18 +89,17 @@ def test_zombie_is_fenced(kafka, tmp_path):
         wc.send_lines(500)
         wait_for(lambda: list(_members(kafka, group).values()) == [4], 60, what="partitions move")
         wc.send_lines(500)
-        counts_during = wc.read_counts()
+        # b alone counted every line so far, exactly, past a's open transaction
+        wc.check_exact(wc.read_counts())
         a.signal(signal.SIGCONT)  # the zombie wakes up and tries to commit
-        time.sleep(5)
+        wait_for(lambda: "rejoining the group" in a.output(), 60, what="the zombie to rejoin")
         wc.send_lines(500)
         counts = wc.read_counts()
     finally:
         a.signal(signal.SIGCONT)
         for job in (a, b, split):
             job.stop()
-    wc.check_exact(counts)
-    assert len(counts_during) <= len(counts)
-    assert "rejoining the group" in a.output()
+    wc.check_exact(counts)  # nothing the zombie held was committed on top
 
 
 def test_poison_records_go_to_the_dead_letter_topic(kafka, tmp_path):

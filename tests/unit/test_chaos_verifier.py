@@ -10,6 +10,7 @@ import json
 
 from framework.core.watermarks import Mark, encode_mark
 from framework.serde.codecs import encoder_for
+from tests.chaos.seeded import verifier
 from tests.chaos.seeded.cluster import ClusterBroker, Outage, hanging_rows
 from tests.chaos.seeded.run import OutputSampler
 from tests.chaos.seeded.schedule import (
@@ -24,6 +25,7 @@ from tests.chaos.seeded.schedule import (
 from tests.chaos.seeded.verifier import (
     Report,
     check_dead_letters,
+    check_marks,
     check_once,
     check_timers,
     classify_event,
@@ -154,11 +156,30 @@ def test_events_are_judged_from_their_bytes_alone():
     assert classify_event(Msg(None), NOW) == ("dlq", "decode")
 
 
+def _checked() -> Report:
+    """A report of a run whose marks and timers were checked, all in order."""
+    return Report(marks=1, timers_checked=1)
+
+
+def test_a_run_whose_marks_or_timers_were_never_checked_does_not_pass(monkeypatch):
+    assert _checked().ok
+    assert not Report().ok  # watermark_regressions=0/0, early_timers=0/0
+    assert not Report(marks=1).ok and not Report(timers_checked=1).ok
+    report = _checked()
+    monkeypatch.setattr(verifier, "_read", lambda _bootstrap, _topic: [])  # a channel never written
+    check_marks(report, "unused:9092", "silent.watermarks")
+    assert report.unchecked == ["silent.watermarks: no mark"] and not report.ok
+    report = _checked()
+    output = Msg(json.dumps({"key": "k", "window": 1000, "total": 3}).encode(), topic="o")
+    check_timers(report, [output], 1000, {"k": 2}, {"count/task/2": []}, "count")
+    assert report.unchecked == ["count: no timer met a mark"] and not report.ok
+
+
 def test_each_output_once_with_its_value():
-    report = Report()
+    report = _checked()
     check_once(report, "x", {"a": 1, "b": 2}, [("a", 1), ("b", 2)])
     assert report.ok
-    report = Report()
+    report = _checked()
     check_once(report, "x", {"a": 1, "b": 2, "c": 3}, [("a", 1), ("a", 1), ("b", 5), ("d", 1)])
     assert (report.duplicated, report.lost, report.wrong) == (1, 1, 2) and not report.ok
 
@@ -176,7 +197,7 @@ def _dead_letter(offset: int, stage: str, reason: str = "DecodeError: not JSON")
 
 def test_every_bad_record_once_in_the_dead_letters_with_its_stage():
     expected = {(0, 1): "decode", (0, 2): "produce"}
-    report = Report()
+    report = _checked()
     check_dead_letters(
         report, [_dead_letter(1, "decode"), _dead_letter(2, "produce")], expected, "in"
     )

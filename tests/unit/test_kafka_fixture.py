@@ -1,6 +1,10 @@
 """Which broker the `kafka` fixture picks, and the helpers it gives tests."""
 
+from __future__ import annotations
+
 import importlib.util
+import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,8 +64,40 @@ def test_choice_can_be_forced(forced):
     assert calls == []
 
 
-def test_docker_probe_answers_with_a_bool():
-    assert conftest.docker_available(timeout=2.0) in (True, False)
+class _FakeDocker:
+    """The one call of the `docker` package the probe makes: `from_env(...).ping()`."""
+
+    def __init__(self, ping) -> None:
+        self.ping, self.closed = ping, False
+
+    def from_env(self, timeout: float) -> _FakeDocker:
+        self.timeout = timeout
+        return self
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_docker_probe_is_true_only_when_the_engine_answers_its_ping(monkeypatch):
+    answering = _FakeDocker(lambda: True)
+    monkeypatch.setitem(sys.modules, "docker", answering)
+    assert conftest.docker_available(timeout=2.0) is True
+    assert answering.timeout == 2.0 and answering.closed
+
+    def refused():
+        raise ConnectionError("engine down")
+
+    monkeypatch.setitem(sys.modules, "docker", _FakeDocker(refused))
+    assert conftest.docker_available() is False
+
+
+def test_the_docker_probe_is_false_when_nothing_listens(monkeypatch):
+    """The real client against a port where nothing listens: no engine, no exception."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{port}")
+    assert conftest.docker_available(timeout=2.0) is False
 
 
 def test_unique_names_are_valid_topic_names_and_distinct():

@@ -42,14 +42,19 @@ class Report:
     marks: int = 0
     timers_checked: int = 0
     timers_early: int = 0
+    unchecked: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
+        """Nothing lost, duplicated or wrong, and the marks and timers were checked at all: a
+        channel without a mark, or a windowed stage none of whose timers met a mark, would
+        let `watermark_regressions=0/0` pass for a verified run."""
         bad = (self.lost, self.duplicated, self.wrong, self.changelog_wrong)
         bad += (self.dead_letters_missing, self.dead_letters_unexpected)
         bad += (self.dead_letters_bad_reason, self.watermark_regressions, self.timers_early)
-        return not any(bad)
+        checked = self.marks > 0 and self.timers_checked > 0 and not self.unchecked
+        return not any(bad) and checked
 
     def note(self, text: str) -> None:
         if len(self.details) < 30:
@@ -161,9 +166,10 @@ def check_marks(report: Report, bootstrap: str, channel: str) -> dict[str, list]
     """Every producer's watermarks on `channel` never go back; returns marks per producer
     with their channel offsets."""
     by_producer: dict[str, list] = defaultdict(list)
-    for msg in sorted(_read(bootstrap, channel), key=lambda m: (m.partition(), m.offset())):
-        if msg.value() is None:
-            continue
+    msgs = [m for m in _read(bootstrap, channel) if m.value() is not None]
+    if not msgs:
+        report.unchecked.append(f"{channel}: no mark")
+    for msg in sorted(msgs, key=lambda m: (m.partition(), m.offset())):
         mark = decode_mark(msg.value())
         report.marks += 1
         history = by_producer[mark.producer]
@@ -181,7 +187,8 @@ def check_timers(
 ) -> None:
     """No event-time timer fired before its task's input watermark reached it: the first mark
     the firing task published with (or after) an output must show an input watermark at or
-    past the window's end."""
+    past the window's end. None checked at all is noted in `report.unchecked`."""
+    before = report.timers_checked
     for msg in outputs:
         value = json.loads(msg.value())
         partition = task_of.get(value["key"])
@@ -198,6 +205,8 @@ def check_timers(
                         f"watermark {mark.input_watermark}"
                     )
                 break
+    if report.timers_checked == before:
+        report.unchecked.append(f"{computation}: no timer met a mark")
 
 
 def _latest(msgs: list) -> dict[str, bytes | None]:
@@ -205,6 +214,13 @@ def _latest(msgs: list) -> dict[str, bytes | None]:
     for msg in sorted(msgs, key=lambda m: (m.partition(), m.offset())):
         latest[msg.key().decode()] = msg.value()
     return latest
+
+
+def open_windows(bootstrap: str, changelog: str) -> dict[str, bytes]:
+    """The keys a windowed stage's changelog still holds state for, their latest values: a
+    window not closed yet (every window closes once the input's last watermark passed it)."""
+    state = _latest(_read(bootstrap, changelog))
+    return {k: v for k, v in state.items() if v is not None and json.loads(v)}
 
 
 # -- the two pipelines -----------------------------------------------------------------------
@@ -291,8 +307,7 @@ def verify_windows(report: Report, bootstrap: str, name: str, prefix: str) -> No
         task_of = {m.key().decode(): m.partition() for m in by_key}
         marks = check_marks(report, bootstrap, f"{name}.{computation}.watermarks")
         check_timers(report, msgs, size, task_of, marks, computation)
-        state = _latest(_read(bootstrap, f"{name}.{computation}.changelog"))
-        left = {k: v for k, v in state.items() if v is not None and json.loads(v)}
+        left = open_windows(bootstrap, f"{name}.{computation}.changelog")
         if left:
             report.changelog_wrong += len(left)
             report.note(f"{computation} changelog keeps open windows: {list(left.items())[:3]}")
@@ -329,5 +344,5 @@ def summary(
         f"{report.dead_letters_unexpected}, bad reason {report.dead_letters_bad_reason}) "
         f"watermark_regressions={report.watermark_regressions}/{report.marks} "
         f"early_timers={report.timers_early}/{report.timers_checked} "
-        f"{stalled}={stall:.1f}s{tail}"
+        f"unchecked={len(report.unchecked)} {stalled}={stall:.1f}s{tail}"
     )
