@@ -7,9 +7,12 @@ KAFKA_JARS := ops/jars/kafka
 SPARK_JARS := ops/jars/spark-kafka
 REGISTRY_JARS := ops/jars/registry
 PYTEST_ARGS ?=
-# Tests mostly wait on brokers and processes: three test files run side by side (pytest-xdist),
+# Tests mostly wait on brokers and processes: four test files run side by side (pytest-xdist),
 # each test with its own topics, groups and state; PYTEST_WORKERS=0 runs them one at a time.
-PYTEST_WORKERS ?= 3
+# Three workers kept 2 cores about half busy (CPU time = wall time): four took 10.6 min of
+# pytest against 13.2 with three (2026-11-27, one run each; the second also with two SIGKILLs
+# fewer in test_wordcount_sigkill, about 35 s of one worker), every liveness bound met.
+PYTEST_WORKERS ?= 4
 
 .DEFAULT_GOAL := help
 .PHONY: help venv jars test demo enrich-demo chaos soak bench lint broker broker-stop
