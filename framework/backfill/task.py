@@ -41,7 +41,7 @@ from framework.kafka.output import KafkaOutput
 from framework.kafka.partitioning import key_partition
 from framework.kafka.record_decoding import decode_record as kafka_record
 from framework.kafka.registry_settings import RegistrySettings
-from framework.kafka.rekeying import rekey
+from framework.kafka.rekeying import routed_key
 from framework.kafka.stream_codecs import stream_decoder
 
 STATE, TIMER, IDS, RECORD, BAD = 0, 1, 2, 3, 4
@@ -78,14 +78,14 @@ def route(
     key = None if key is None else bytes(key)  # Spark hands binary columns over as bytearray
     raw = None if value is None else bytes(value)
     inp = next(i for i in spec.inputs if i.stream == topic)
+    decode = _decoder(pipeline, registry, topic)
     try:
-        rekeyed = rekey(
-            inp, spec.by_key(topic), None, _decoder(pipeline, registry, topic), key, raw,
-            timestamp, headers, f"{topic}/{partition}/", offset,
-        )  # fmt: skip
+        _, routed = routed_key(
+            inp, decode, key, raw, timestamp, headers, f"{topic}/{partition}/", offset
+        )
     except BadRecord as error:
         return None, error.stage, reason_class(error), str(error)
-    return rekeyed[1].decode(), None, None, None
+    return routed.decode(), None, None, None
 
 
 _decoders: dict[tuple[str, str], Any] = {}  # (pipeline, stream): a worker runs many tasks

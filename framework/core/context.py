@@ -222,7 +222,7 @@ class KeyedContext:
         try:
             return self._tables[name]
         except KeyError:
-            raise KeyError(
+            raise UsageError(
                 f"computation {self._name!r} has no table {name!r}; it declares "
                 f"{sorted(self._tables)}: add it to tables={{...}} in pipeline.computation(...)"
             ) from None

@@ -25,7 +25,7 @@ from framework.core.metrics import (
 )
 from framework.core.pipeline import ComputationSpec
 from framework.core.timers import TimerService
-from framework.errors import BadRecord, LateRecord, Retry
+from framework.errors import BadRecord, LateRecord, Retry, UsageError
 from framework.serde.codecs import decoder_for, encoder_for
 
 
@@ -91,7 +91,7 @@ class Executor:
         self.ids: SeenIds | None = None
         if spec.dedup is not None:
             if ids is None:
-                raise TypeError(f"computation {spec.name!r} deduplicates: give the executor ids=")
+                raise UsageError(f"computation {spec.name!r} deduplicates: give the executor ids=")
             self.ids = SeenIds(spec.dedup, ids)
         else:
             self.process = self._run  # type: ignore[method-assign] # no dedup, no extra step

@@ -3,7 +3,7 @@ and what the broker refused (Kafka Streams' RecordCollectorImpl).
 
 The offsets are what watermark marks carry (invariant 4) and what local checkpoints record. A
 refusal fails the commit it belongs to. When the broker refuses a record for its content (too
-large, a timestamp outside its window, ...), the runner re-runs from the last commit and
+large, a timestamp outside its window, ...), the loop re-runs from the last commit and
 isolates the input record whose hook call made it (`poisoned`), so that one is dead-lettered
 instead of failing every commit forever (invariant 7). Refusals that are not the data's fault
 (broker down, fencing) are raised as they are: retry or rejoin, never dead-letter good data.

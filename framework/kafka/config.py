@@ -106,7 +106,7 @@ def consumer_config(
     reader: str = "logwheel-unused",
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """read_committed consumer that never commits by itself: commits belong to the runner.
+    """read_committed consumer that never commits by itself: commits belong to the committer.
 
     `instance` makes the member static (KIP-345): a restarted process takes its partitions
     back at once instead of waiting out its killed predecessor's session. Hence the eager

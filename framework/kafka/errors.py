@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 from confluent_kafka import KafkaError, KafkaException
 
-from framework.errors import Rejoin, Retry
+from framework.errors import LogwheelError, Rejoin, Retry
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,12 @@ def dead(error: KafkaError) -> bool:
 def reaching_kafka() -> Iterator[None]:
     """Client calls inside raise `Unreachable` for a passing failure (and for a client's
     `TimeoutError`), `Rejoin` for a client's fatal error (raised bare, not as a
-    `KafkaException`, by some calls); any other error passes through unchanged."""
+    `KafkaException`, by some calls); any other error, logwheel's own among them, passes
+    through unchanged."""
     try:
         yield
+    except LogwheelError:  # already of its family (a `LeftBehind` call is a TimeoutError too)
+        raise
     except TimeoutError as error:
         raise Unreachable(f"{type(error).__name__}: {error}") from None
     except KafkaException as error:

@@ -46,7 +46,7 @@ TIMEOUT_S = 5
 
 CLIENT_DEFAULTS = {"timeout": TIMEOUT_S, "max.retries": 1, "retries.wait.ms": 100}
 """The client's own retries stay short (at most about 10 s for a registry that hangs, within
-the runner's loop): a registry away mid-run is waited for by holding the record's partition,
+the membership's loop): a registry away mid-run is waited for by holding the record's partition,
 with backoff, while the consumer keeps polling. `[registry]` may set them otherwise."""
 
 _NOT_FOUND = (40401, 40402, 40403)  # subject, version, schema not found
@@ -66,7 +66,7 @@ class RegistryConfigurationError(ConfigurationError):
 
 class RegistryUnavailable(ServiceUnavailable):
     """The registry did not answer a request made mid-run. Not a bad record (the record is
-    fine, the registry is away): the decode stage lets it through, and the runner holds the
+    fine, the registry is away): the decode stage lets it through, and the loop holds the
     record's partition at it and reads it again with backoff, so nothing is lost, skipped or
     dead-lettered."""
 

@@ -18,7 +18,7 @@ from framework.core.metrics import ABORTS, COMMIT_SECONDS, COMMITS
 from framework.core.pipeline import ComputationSpec
 from framework.core.watermarks import encode_mark
 from framework.errors import Rejoin
-from framework.kafka.bounded_calls import BoundedCalls
+from framework.kafka.bounded_calls import BoundedCalls, LeftBehind
 from framework.kafka.collector import DATA_FAULTS, Collector
 from framework.kafka.groups import commit_metadata
 from framework.streaming.task import InputPartition, Task
@@ -164,7 +164,7 @@ class Committer:
         """`call(*args)` (its timeout the last of them), left behind if it blocks past it."""
         try:
             return self.calls.call(call, *args, wait=args[-1] + LEFT_BEHIND_S)
-        except TimeoutError:
+        except LeftBehind:
             raise Rejoin(
                 f"{self.calls.stuck} still blocked {LEFT_BEHIND_S:g} s past its {args[-1]:g} s "
                 "timeout (librdkafka#5456): its producer is left behind and new clients made"

@@ -102,23 +102,23 @@ def join(
         _topic_ids(admin, spec, describe_s),
         refuse=dead_letter_forged,
     )
-    rt = ComputationIO(
+    io = ComputationIO(
         pipeline, spec, collector, partitions, ErrorPolicy(spec.group, spec.on_error), registry
     )
     tables = (
         Tables(Consumer(dict(reader)), pipeline, spec, state_dir, registry) if spec.tables else None
     )
-    tasks = TaskManager(rt, consumer, admin, channels, restorer, state_dir, tables, standby)
+    tasks = TaskManager(io, consumer, admin, channels, restorer, state_dir, tables, standby)
     channels.follow(_channels(pipeline, spec))
     membership = Membership(
-        rt,
+        io,
         consumer=consumer,
         committer=committer,
         tasks=tasks,
         channels=channels,
         restorer=restorer,
         tables=tables,
-        refused_records=RefusedRecords(rt, admin),
+        refused_records=RefusedRecords(io, admin),
         holds=Holds(spec, consumer),
         meter=Meter(spec.name, consumer, collector),
         pace=pace,

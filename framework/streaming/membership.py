@@ -39,8 +39,8 @@ from framework.streaming.task_manager import TaskManager
 log = logging.getLogger(__name__)
 
 DEFAULT_COMMIT_INTERVAL_MS = 1000
-"""How long a runner working off a backlog goes between commits. A runner whose input is
-drained commits at once, so this bounds output latency only under a backlog; each commit costs
+"""How long a loop working off a backlog goes between commits. A loop whose input is drained
+commits at once, so this bounds output latency only under a backlog; each commit costs
 a transaction and one changelog record per changed key, so committing ten times a second (Kafka
 Streams' 100 ms) rewrote a third of a Zipf-keyed input's keys each time (CountWords: 5% more CPU
 per record). Quix Streams commits every 5 s, Faust every 2.8 s. The dirty documents a second
@@ -48,7 +48,7 @@ holds (one per record when every record is a new key) stay cached until the comm
 clean ones the cache evicts (framework.core.keyed_state)."""
 
 IDLE_POLL_MAX_S = 0.25
-"""The longest an idle runner sleeps in one poll. Each wake-up costs about 0.2 ms of CPU (the
+"""The longest an idle loop sleeps in one poll. Each wake-up costs about 0.2 ms of CPU (the
 loop's round: channels, positions, ticks, marks), so 4 a second keep an idle process far under
 0.5% of a core, while a mark of another process, or a live source's clock-driven watermark,
 waits at most this long to be seen."""
@@ -69,7 +69,7 @@ class Membership:
 
     def __init__(
         self,
-        rt: ComputationIO,
+        io: ComputationIO,
         *,
         consumer: Consumer,
         committer: Committer,
@@ -82,14 +82,14 @@ class Membership:
         meter: Meter,
         pace: Pace = Pace(),  # noqa: B008 - frozen
     ) -> None:
-        self._rt, self._spec, self._collector = rt, rt.spec, rt.collector
+        self._io, self._spec, self._collector = io, io.spec, io.collector
         self._consumer = consumer
         self._committer = committer
         self._tasks = tasks
         self._channels = channels
         self._restorer = restorer
         self._tables = tables
-        self._keyed = set(rt.spec.keyed_topics)  # the topics a table's partition follows
+        self._keyed = set(io.spec.keyed_topics)  # the topics a table's partition follows
         self._refused_records = refused_records
         self._holds = holds
         self._meter = meter
@@ -122,7 +122,7 @@ class Membership:
     def dead_letter_forged(self, msg: Message, forged: ForgedRecord) -> None:
         """A forged mark or timer entry (the channels' and the restorer's refusal): dead-lettered
         in the next commit."""
-        self._rt.output.dead_letter(None, forged, forged.stage, msg)
+        self._io.output.dead_letter(None, forged, forged.stage, msg)
         self._dirty = True
 
     # -- the loop --------------------------------------------------------------------------

@@ -29,9 +29,9 @@ Routes = dict[tuple[str, int], tuple[Task, InputPartition]]
 class RefusedRecords:
     """The search for a record whose output the broker refuses, in one membership."""
 
-    def __init__(self, runtime: ComputationIO, admin: AdminClient) -> None:
-        self.rt = runtime
-        self.collector: Collector = runtime.collector
+    def __init__(self, io: ComputationIO, admin: AdminClient) -> None:
+        self.io = io
+        self.collector: Collector = io.collector
         self.admin = admin
         self.refusals = 0  # consecutive commits the broker refused for a record's content
         self.searching = False  # one input record per commit, to find the one refused
@@ -58,7 +58,7 @@ class RefusedRecords:
             self.handled.append(position)
             if position in poisoned:
                 error = BadRecord("produce", poisoned[position])
-                self.rt.output.dead_letter(None, error, "produce", msg)
+                self.io.output.dead_letter(None, error, "produce", msg)
                 route[1].consumed(msg)
             else:
                 holds.run(route[0], route[1], [msg])
@@ -73,7 +73,7 @@ class RefusedRecords:
             self._refused(handled, f"the broker refused its output: {refusal.str()}")
 
     def _refused(self, handled: list[tuple[str, int, int]], reason: str) -> None:
-        group = self.rt.spec.group
+        group = self.io.spec.group
         self.refusals += 1
         if self.searching and len(handled) == 1:
             self.collector.poisoned[handled[0]] = reason

@@ -34,7 +34,7 @@ class TaskManager:
 
     def __init__(
         self,
-        rt: ComputationIO,
+        io: ComputationIO,
         consumer: Consumer,
         admin: AdminClient,
         channels: WatermarkChannels,
@@ -43,8 +43,8 @@ class TaskManager:
         tables: Tables | None = None,
         standby: int = 0,
     ) -> None:
-        self.rt = rt
-        self.spec = rt.spec
+        self.io = io
+        self.spec = io.spec
         self.consumer = consumer
         self.admin = admin
         self.channels = channels
@@ -53,7 +53,7 @@ class TaskManager:
         self.tables = tables
         self.standby = standby
         self.standbys: dict[int, TaskStore] = {}  # followed, not owned
-        self.repartitioned = {i.stream: i for i in rt.spec.inputs if i.key is not None}
+        self.repartitioned = {i.stream: i for i in io.spec.inputs if i.key is not None}
         self.tasks: dict[tuple, Task] = {}  # running
         self.routes: dict[tuple[str, int], tuple[Task, InputPartition]] = {}
         self.waiting: dict[tuple[str, int], int] = {}  # paused partition -> start offset
@@ -135,7 +135,7 @@ class TaskManager:
                 self.restorer.add(p, store)
         for p, store in self.restorer.step() if self.restorer.busy() else ():
             views = self.tables.add(p) if self.tables is not None else None
-            self.tasks[("k", p)] = task = KeyedTask(self.rt, p, store, views)
+            self.tasks[("k", p)] = task = KeyedTask(self.io, p, store, views)
             del self.restoring[p]
             self._fresh.append(task)
             ready += [tp for tp in self.waiting if tp[1] == p and tp[0] not in self.repartitioned]
@@ -167,7 +167,7 @@ class TaskManager:
             ident = ("r", topic, p) if input_ else ("k", p)
             task = self.tasks.get(ident)
             if task is None:
-                task = self.tasks[ident] = RepartitionTask(self.rt, input_, p)
+                task = self.tasks[ident] = RepartitionTask(self.io, input_, p)
                 self._fresh.append(task)
             for inp in task.inputs:
                 if (inp.topic, inp.partition) == (topic, p):
@@ -193,8 +193,8 @@ class TaskManager:
         by it, so its first mark cannot overtake what its previous owner wrote after its
         last mark — open transactions' records included: the last stable offset may lie
         below that owner's last writes, held there by another process's transaction."""
-        partitions = [(t, p) for t in task.outputs for p in range(self.rt.partitions.get(t, 0))]
-        self.rt.collector.claim_ends(partitions, self.admin, TIMEOUT_S)
+        partitions = [(t, p) for t in task.outputs for p in range(self.io.partitions.get(t, 0))]
+        self.io.collector.claim_ends(partitions, self.admin, TIMEOUT_S)
 
     def catch_up_positions(self) -> int:
         """Read positions move past transaction markers too, which no message reports: take

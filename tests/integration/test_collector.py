@@ -88,7 +88,7 @@ def test_a_record_delivered_without_its_offset_counts_its_partitions_end_as_writ
 @pytest.mark.timeout(60)
 def test_a_flush_that_cannot_finish_gives_up():
     """A flush waits for every send; one whose sends can never land (here, a broker that is not
-    there and a delivery timeout of forever) must give up, or the runner loop that called it
+    there and a delivery timeout of forever) must give up, or the membership's loop that called it
     stops polling for good (seen in the seeded chaos run after a static member's fence)."""
     collector = Collector(
         {"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 0, "log_level": 0},

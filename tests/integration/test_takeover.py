@@ -107,10 +107,10 @@ def test_a_takeover_claims_its_outputs_up_to_its_previous_owners_writes(kafka, u
     collector = FakeCollector()
     collector.remember = remembered.update
     partitions = {events: spec.partitions, by_key: spec.partitions}
-    rt = ComputationIO(pipeline, spec, collector, partitions, ErrorPolicy(spec.group, "skip"))
+    io = ComputationIO(pipeline, spec, collector, partitions, ErrorPolicy(spec.group, "skip"))
     consumer = Consumer(consumer_config(kafka, group=spec.group))
     admin = AdminClient(client_config(kafka))
-    tasks = TaskManager(rt, consumer, admin, FakeChannels(), FakeRestorer(), tmp_path)
+    tasks = TaskManager(io, consumer, admin, FakeChannels(), FakeRestorer(), tmp_path)
     try:
         tasks.assigned([TopicPartition(events, 0)])
         tasks.step()

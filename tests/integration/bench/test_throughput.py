@@ -27,9 +27,9 @@ def test_throughput(kafka: str, tmp_path: Path) -> None:
         assert row["cpu_us_per_record"] > 0, row["contender"]
     bare, eos = rows[0], next(r for r in rows if r["contender"] == "logwheel exactly_once")
     assert bare["contender"] == module.BARE
-    # the ratios are the bare loop's and exactly_once's figures over the other's, not 1 by
-    # construction: exactly_once does more than copy bytes, so it costs more CPU per record
-    assert eos["cpu_ratio"] == bare["cpu_us_per_record"] / eos["cpu_us_per_record"] < 1
+    # the ratios are of CPU per record, the bare loop's over exactly_once's (not wall time,
+    # not 1 by construction); how they compare is printed, never asserted (a measured figure)
+    assert eos["cpu_ratio"] == bare["cpu_us_per_record"] / eos["cpu_us_per_record"]
     assert bare["cpu_vs_logwheel_eos"] == bare["cpu_us_per_record"] / eos["cpu_us_per_record"]
 
 

@@ -14,6 +14,7 @@ from framework.core.api import MIN_TIME, Computation
 from framework.core.dead_letters import reason_of
 from framework.core.pipeline import Pipeline, key_by
 from framework.errors import BadRecord
+from framework.kafka.limits import TopicLimits
 from framework.kafka.rekeying import rekey
 from framework.kafka.stream_codecs import stream_decoder
 from tests.unit.kafka.fakes import fake_collector
@@ -52,8 +53,8 @@ def test_a_record_the_re_keying_rule_refuses_is_routed_to_its_stage_and_reason()
     # the reason a task gives the dead letter of such a row is the streaming side's
     decode = stream_decoder(PIPELINE, "in")
     with pytest.raises(BadRecord) as streamed:
-        rekey(SPEC.inputs[0], SPEC.by_key("in"), None, decode, b"kk", b'{"other": 1}', 5, [],
-              "in/1/", 7)  # fmt: skip
+        rekey(SPEC.inputs[0], SPEC.by_key("in"), TopicLimits(), decode, b"kk", b'{"other": 1}',
+              5, [], "in/1/", 7)  # fmt: skip
     assert f"{kind}: {message}" == reason_of(streamed.value)
 
 

@@ -12,7 +12,7 @@ from framework.core.api import Timer
 from framework.core.context import KeyedContext, production_id
 from framework.core.keyed_state import KeyedState, MemoryStateBackend
 from framework.core.timers import TimerService
-from framework.errors import BadRecord
+from framework.errors import BadRecord, UsageError
 from framework.serde.codecs import decode_json, encode_json
 
 
@@ -83,11 +83,11 @@ def test_a_refused_production_fails_the_call_even_if_the_hook_caught_it():
 @pytest.mark.parametrize(
     ("call", "error", "fix"),
     [
-        (lambda c: c.produce("nope", 1), ValueError, r"add it to outputs=\{\.\.\.\}"),
+        (lambda c: c.produce("nope", 1), UsageError, r"add it to outputs=\{\.\.\.\}"),
         (lambda c: c.produce("out", 1, key=3), TypeError, "must be a str"),
-        (lambda c: c.set_timer("t", 1, "sometime"), ValueError, "use 'event' or 'processing'"),
+        (lambda c: c.set_timer("t", 1, "sometime"), UsageError, "use 'event' or 'processing'"),
         (lambda c: c.set_timer("t", 1.5), TypeError, "int milliseconds"),
-        (lambda c: c.table("users"), KeyError, r"add it to tables=\{\.\.\.\}"),
+        (lambda c: c.table("users"), UsageError, r"add it to tables=\{\.\.\.\}"),
     ],
 )
 def test_a_misuse_names_the_fix(call, error, fix):

@@ -11,13 +11,14 @@ from framework.core.declarations import Input
 from framework.core.pipeline import key_by
 from framework.errors import BadRecord, Retry
 from framework.kafka.limits import RECORD_OVERHEAD, Limit, TopicLimits
-from framework.kafka.rekeying import rekey
+from framework.kafka.rekeying import rekey, routed_key
 
 BY_KEY = "p.c.in.by-key"
 BY_USER = Input("in", key_by("user"))
 
 
 def rekeyed(value: bytes, inp: Input = BY_USER, limits=None, headers=None, decode=json.loads):
+    limits = TopicLimits() if limits is None else limits
     return rekey(inp, BY_KEY, limits, decode, b"kafka-key", value, 5, headers, "in/3/", 9)
 
 
@@ -52,7 +53,13 @@ def test_a_record_the_by_key_topic_would_refuse_is_a_dead_letter_at_produce_give
     limits = TopicLimits({BY_KEY: Limit(max_bytes=RECORD_OVERHEAD + 20)})
     value = json.dumps({"user": "ann", "pad": "x" * 20}).encode()
     assert stage(value=value, limits=limits) == "produce"
-    assert rekeyed(value)[1] == b"ann"  # no limits (the backfill writes no by-key topic)
+    assert rekeyed(value)[1] == b"ann"  # within the default limits
+
+
+def test_the_backfill_takes_the_same_key_without_a_by_key_topic_to_fit():
+    value = json.dumps({"user": "ann", "pad": "x" * 20}).encode()
+    record, key = routed_key(BY_USER, json.loads, b"kafka-key", value, 5, None, "in/3/", 9)
+    assert key == b"ann" and record.id == "in/3/9" and record.value["pad"] == "x" * 20
 
 
 def test_a_retry_is_not_the_records_fault():

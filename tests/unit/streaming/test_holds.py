@@ -57,10 +57,10 @@ def _task(tmp_path, down: set[str], computation: type[Computation] = Collect) ->
     pipeline.source("other", watermark=BoundedOutOfOrderness(ms=10))
     pipeline.computation("c", computation, inputs={"in": None, "other": None})
     spec = pipeline["c"]
-    rt = ComputationIO(
+    io = ComputationIO(
         pipeline, spec, FakeCollector(), {"in": 1, "other": 1}, ErrorPolicy("h", "skip")
     )
-    task = KeyedTask(rt, 0, TaskStore(tmp_path / "task-0", decode_timer))
+    task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
 
     def decode(raw: bytes):
         value = json.loads(raw)

@@ -71,18 +71,18 @@ class Parts:
         self.channels, self.restorer = FakeChannels(), FakeRestorer(instant=True)
         partitions = {"in": 2, "counts": 2}
         policy = ErrorPolicy(spec.group, spec.on_error)
-        rt = ComputationIO(pipeline, spec, self.collector, partitions, policy)
-        tasks = TaskManager(rt, self.consumer, FakeAdmin(), self.channels, self.restorer, tmp_path)
+        io = ComputationIO(pipeline, spec, self.collector, partitions, policy)
+        tasks = TaskManager(io, self.consumer, FakeAdmin(), self.channels, self.restorer, tmp_path)
         self.tasks, self.spec = tasks, spec
         self.membership = Membership(
-            rt,
+            io,
             consumer=self.consumer,
             committer=Committer(spec, self.collector, self.consumer, "loop.count.test"),
             tasks=tasks,
             channels=self.channels,
             restorer=self.restorer,
             tables=None,
-            refused_records=RefusedRecords(rt, FakeAdmin()),
+            refused_records=RefusedRecords(io, FakeAdmin()),
             holds=Holds(spec, self.consumer, self.consumer.clock),
             meter=Meter(spec.name, self.consumer, self.collector),
             pace=pace,

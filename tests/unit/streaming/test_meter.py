@@ -30,10 +30,10 @@ def test_counts_grow_by_what_was_read_and_delivered_since_the_last_report(tmp_pa
     pipeline.computation("m", Noop, inputs={"in": None}, outputs={"out": None})
     spec = pipeline["m"]
     collector = FakeCollector()
-    rt = ComputationIO(
+    io = ComputationIO(
         pipeline, spec, collector, {"in": 1, "out": 1}, ErrorPolicy(spec.group, "skip")
     )
-    task = KeyedTask(rt, 0, TaskStore(tmp_path / "task-0", decode_timer))
+    task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
     (inp,) = task.inputs
     consumer = FakeConsumer()
     consumer.add("in", 0, "abcdefghij")  # the partition ends at 10
@@ -61,8 +61,8 @@ def test_a_keyed_tasks_watermarks_are_set_once_known(tmp_path):
     pipeline.computation("w", Noop, inputs={"in": None})
     spec = pipeline["w"]
     collector = FakeCollector()
-    rt = ComputationIO(pipeline, spec, collector, {"in": 1}, ErrorPolicy(spec.group, "skip"))
-    task = KeyedTask(rt, 0, TaskStore(tmp_path / "task-0", decode_timer))
+    io = ComputationIO(pipeline, spec, collector, {"in": 1}, ErrorPolicy(spec.group, "skip"))
+    task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
     meter = Meter("w", FakeConsumer(), collector)
     meter.report([task], task.inputs)
     assert _sample("logwheel_input_low_watermark_ms", computation="w", partition="0") is None

@@ -37,10 +37,10 @@ def _search(monkeypatch) -> tuple[RefusedRecords, list]:
     reads = _reading_limits(monkeypatch)
     pipeline = Pipeline("r").source("in").computation("c", object, inputs={"in": None})
     spec = pipeline["c"]
-    rt = ComputationIO(
+    io = ComputationIO(
         pipeline, spec, FakeCollector(), {"in": 1}, ErrorPolicy(spec.group, spec.on_error)
     )
-    return RefusedRecords(rt, FakeAdmin()), reads
+    return RefusedRecords(io, FakeAdmin()), reads
 
 
 def test_a_first_refusal_reads_the_limits_again_and_a_second_starts_the_search(monkeypatch):
@@ -83,7 +83,7 @@ def test_the_record_of_a_refused_one_record_commit_is_dead_lettered_from_then_on
     search.committed(False, TOO_LARGE)
     search.committed(False, TOO_LARGE)  # searching: one record per commit
     task, inp = _Task(), _Inp()
-    routes, holds = {("in", 0): (task, inp)}, Holds(search.rt.spec, FakeConsumer())
+    routes, holds = {("in", 0): (task, inp)}, Holds(search.io.spec, FakeConsumer())
     msgs = [Message(topic="in", partition=0, offset=o, value=b"v") for o in range(3)]
     search.handle(msgs[1:2], routes, holds)
     search.committed(False, TOO_LARGE)

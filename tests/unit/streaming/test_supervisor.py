@@ -1,7 +1,7 @@
 """Running a pipeline's computations: one in this process with the options given, several as
 supervised children — each with its options and its own metrics port, and when one fails the
 others are stopped and its exit code is the command's. The children here are a stand-in
-script; `logwheel run` of a real pipeline: tests/integration/test_launch.py."""
+script; `logwheel run` of a real pipeline: tests/integration/test_supervisor.py."""
 
 from __future__ import annotations
 

@@ -27,9 +27,9 @@ from tests.unit.streaming.fakes import (
 def manager(tmp_path, committed=None):
     pipeline = build("tm", "tm-")
     spec = pipeline["count-words"]
-    rt = ComputationIO(pipeline, spec, FakeCollector(), {"tm-words": 4}, ErrorPolicy("tm", "skip"))
+    io = ComputationIO(pipeline, spec, FakeCollector(), {"tm-words": 4}, ErrorPolicy("tm", "skip"))
     consumer, restorer = FakeConsumer(committed or {}), FakeRestorer()
-    tm = TaskManager(rt, consumer, FakeAdmin(), FakeChannels(), restorer, tmp_path)
+    tm = TaskManager(io, consumer, FakeAdmin(), FakeChannels(), restorer, tmp_path)
     return tm, consumer, restorer
 
 
