@@ -188,9 +188,7 @@ class Launches:
         return 4242
 
 
-def test_a_brokers_new_incarnation_forgets_when_the_last_went_down_and_its_controllers_does_not(
-    home,
-):
+def test_the_brokers_down_time_is_forgotten_when_its_own_jvm_starts_not_its_controller(home):
     """A separated broker's next restart counts the fence from its own stop, not from when its
     controller was last started; each JVM runs with the broker's JVM options, formatted first."""
     broker = Broker(home, separate_controller=True, jvm_opts=["-Dx"])
