@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from framework.broker.embedded import Broker, class_archive
+from framework.broker.embedded import Broker
+from framework.broker.launch import Launcher
 from framework.broker.readiness import (
     QUIET,
     coordinator_partition,
@@ -38,8 +39,7 @@ from framework.broker.settings import (
     STOP_TIMEOUT_S,
     BrokerError,
 )
-from framework.jvm.jars import kafka_jars
-from framework.jvm.process import HomeLock, any_free_port, find_java, port_free, read_json
+from framework.jvm.process import HomeLock, any_free_port, port_free, read_json
 from framework.jvm.service import Say, Started, await_ready, say_to_stderr, stop_together
 from framework.kafka.topics import MAX_REPLICAS, MIN_INSYNC_REPLICAS
 
@@ -243,7 +243,7 @@ class Cluster:
         """Start every node that is down (or node `node` alone) and return once the nodes
         started are registered and the cluster's group and transaction coordinators serve;
         idempotent. A node restarted while others run waits until the controller has fenced
-        its previous incarnation (`Broker._await_fencing`): before that it would act on the
+        its previous incarnation (`Fencing.await_fence`): before that it would act on the
         leaderships it replayed."""
         began = time.monotonic()
         targets = [self._node(node)] if node is not None else sorted(self.nodes)
@@ -252,7 +252,7 @@ class Cluster:
             pids = {i: n.running_pid(say) for i, n in self.nodes.items()}
             down = [i for i in targets if pids[i] is None]
             if down:
-                java, jars = find_java("Kafka"), kafka_jars()
+                kafka = Launcher.find()
                 ports = self._choose_ports(running=[i for i, pid in pids.items() if pid])
                 (self.home / "cluster.json").write_text(json.dumps({"nodes": self.size}) + "\n")
                 formed = [n.node.cluster_id() for n in self.nodes.values() if n.node.formatted]
@@ -265,13 +265,12 @@ class Cluster:
                     member.home.mkdir(parents=True, exist_ok=True)
                     write_properties(member.config_file, {**self.settings, **settings})
                     if others_up:
-                        member._await_fencing(None, timeout, say)
-                    member._format(java, jars, member.node, cluster)
-                    pids[i] = member._spawn(java, jars, member.node)
+                        member.fencing.await_fence(None, timeout, say)
+                    pids[i] = member.launch(kafka, member.node, cluster)
                     say(f"starting Kafka node {i} in {member.home} (pid {pids[i]}) ...")
             self._wait_ready(targets, pids, began + timeout)
             if down:
-                class_archive(java, jars).build(java, f"{jars}/*")
+                kafka.keep_archive()
             first = pids[targets[0]] or 0
             return Started(self.bootstrap(), bool(down), time.monotonic() - began, first)
 
@@ -287,7 +286,7 @@ class Cluster:
             pids = dict(zip(self.nodes, stopped, strict=True))
             for i, pid in pids.items():
                 if pid is not None:
-                    self.nodes[i]._went_down()
+                    self.nodes[i].fencing.went_down()
             return pids
 
     def kill(self, node: int) -> int | None:

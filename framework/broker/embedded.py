@@ -12,10 +12,12 @@ start --separate-controller`) runs its KRaft controller in a second JVM whose fi
 `controller/` (framework/broker/roles.py); a home is separated or combined for life, and
 `stop` stops both JVMs.
 
-How its JVMs run is in `settings.py` and `roles.py`; each JVM's lifecycle (pid file, start,
-stop, kill, which process is ours) in framework/jvm/service.py. Bootstrap addresses are
-resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`, else this broker (or a
-cluster, framework/broker/cluster.py), started if needed (framework/broker/bootstrap.py).
+How its JVMs run is in `settings.py` and `roles.py`, how one is launched in `launch.py`, how a
+separated broker's restarts wait for its controller in `fencing.py`; each JVM's lifecycle (pid
+file, start, stop, kill, which process is ours) in framework/jvm/service.py. Bootstrap
+addresses are resolved as the contract says: `--bootstrap`, else `LOGWHEEL_BOOTSTRAP`, else
+this broker (or a cluster, framework/broker/cluster.py), started if needed
+(framework/broker/bootstrap.py).
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ import shutil
 import subprocess
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
+from framework.broker.fencing import Fencing
+from framework.broker.launch import Launcher
 from framework.broker.readiness import coordinators_serve, registered_brokers
 from framework.broker.roles import (
     CONTROLLER_ONLY,
@@ -42,37 +45,16 @@ from framework.broker.roles import (
     separate_controller,
     write_properties,
 )
-from framework.broker.security import (
-    ADMIN_USER,
-    Credentials,
-    SecurityError,
-    last_line,
-)
+from framework.broker.security import ADMIN_USER, Credentials, SecurityError
 from framework.broker.settings import (
-    CONTROLLER_JVM_OPTS,
     DEFAULT_PORT,
     DEFAULT_SECURE_PORT,
-    FENCE_MARGIN_S,
-    HEARTBEAT_INTERVAL_MS,
-    JVM_OPTS,
-    SESSION_TIMEOUT_MS,
     SINGLE_NODE_SETTINGS,
     START_TIMEOUT_S,
-    STOP_MARGIN_S,
     STOP_TIMEOUT_S,
     BrokerError,
 )
-from framework.jvm.class_archive import ClassArchive
-from framework.jvm.jars import kafka_jars
-from framework.jvm.process import (
-    HomeLock,
-    accepts,
-    any_free_port,
-    find_java,
-    port_free,
-    read_json,
-    read_number,
-)
+from framework.jvm.process import HomeLock, accepts, any_free_port, port_free, read_json
 from framework.jvm.service import (
     Say,
     Service,
@@ -81,20 +63,6 @@ from framework.jvm.service import (
     home_from_env,
     say_to_stderr,
 )
-from framework.private_files import PRIVATE_UMASK
-
-_archives: dict[tuple[str, Path], ClassArchive] = {}
-
-
-def class_archive(java: str, jars: Path) -> ClassArchive:
-    """The class archive of Kafka's JVMs (framework/jvm/class_archive.py): a node's starts
-    ready in 3.3-4.0 s instead of 4.5-5.7, with 2.5-2.9 s CPU instead of 3.6-4.2. One per
-    installation of the jars and this process's JVM flags; the same object for all the JVMs
-    this process starts (the one whose JVM lists the classes makes the archive)."""
-    if (java, jars) not in _archives:
-        names = sorted(p.name for p in jars.glob("*.jar"))
-        _archives[java, jars] = ClassArchive(java, "kafka", str(jars), *names, *JVM_OPTS)
-    return _archives[java, jars]
 
 
 def default_home(secure: bool = False) -> Path:
@@ -143,7 +111,7 @@ class Broker:
         self.ports_file = self.home / "ports.json"
         self.pid_file = self.node.pid_file
         self.log_file = self.node.log_file
-        self.down_file = self.home / "broker.down"  # when our stop or kill ended the broker
+        self.fencing = Fencing(self.home, self.node, self.settings)
         self.lock = HomeLock(self.home)
         self.jvm = self._service(self.node)
         self.controller_jvm = self._service(self.controller)
@@ -205,18 +173,16 @@ class Broker:
                 self._wait_ready(pid, controller_pid, bootstrap, timeout, began)
                 return Started(bootstrap, False, time.monotonic() - began, pid)
             self._check_mode()
-            java = find_java("Kafka")
-            jars = kafka_jars()
+            kafka = Launcher.find()
             if self.secure:
-                self._make_credentials(java)
+                self._make_credentials(kafka.java)
             running = ("port",) if pid is not None else ()
             running += ("controller_port",) if controller_pid is not None else ()
             ports = self._choose_ports(port, running)
             self._write_config(ports)
             cluster = self.node.cluster_id() or self.controller.cluster_id() or new_cluster_id()
             if not controller_up:
-                self._format(java, jars, self.controller, cluster)
-                controller_pid = self._spawn(java, jars, self.controller)
+                controller_pid = self.launch(kafka, self.controller, cluster)
                 log_file = self.controller.log_file
                 say(
                     f"starting Kafka's controller in {self.home} (pid {controller_pid}, "
@@ -225,14 +191,13 @@ class Broker:
             if pid is None:
                 if self.separate:
                     fresh = None if controller_up else ports["controller_port"]
-                    self._await_fencing(fresh, timeout, say)
-                self._format(java, jars, self.node, cluster)
-                pid = self._spawn(java, jars, self.node)
+                    self.fencing.await_fence(fresh, timeout, say)
+                pid = self.launch(kafka, self.node, cluster)
                 say(f"starting Kafka in {self.home} (pid {pid}, log {self.log_file}) ...")
             bootstrap = f"127.0.0.1:{ports['port']}"
             with _spinner(f"waiting for Kafka on {bootstrap}"):
                 self._wait_ready(pid, controller_pid, bootstrap, timeout, began)
-            class_archive(java, jars).build(java, f"{jars}/*")
+            kafka.keep_archive()
             return Started(bootstrap, True, time.monotonic() - began, pid)
 
     def client_settings(self) -> dict[str, str]:
@@ -245,9 +210,10 @@ class Broker:
         unless `keep_controller` (a separated broker restarted under a running controller, as
         a production broker is); the broker's pid, or None."""
         with self.lock():
-            pid = self.jvm.stop(self.stop_timeout(timeout))
+            # a combined node takes its controller with it: no fence to stop before
+            pid = self.jvm.stop(self.fencing.stop_timeout(timeout) if self.separate else timeout)
             if pid is not None:
-                self._went_down()
+                self.fencing.went_down()
             if not keep_controller:
                 self.controller_jvm.stop(timeout)
             return pid
@@ -258,58 +224,18 @@ class Broker:
         with self.lock():
             pid = self.jvm.kill()
             if pid is not None:
-                self._went_down()
+                self.fencing.went_down()
             return pid
 
-    def stop_timeout(self, timeout: float = STOP_TIMEOUT_S) -> float:
-        """How long the broker's JVM may take to stop after SIGTERM before it is killed.
-
-        A separated broker's controller fences it one session after its last heartbeat, and
-        a shutdown may outlast that: in the seeded chaos run the fence came 2.1 s after the
-        SIGTERM (a 2 s session) and the JVM ran 5.5 s more, its transaction coordinator
-        sending markers while its single-replica partitions had no leader. Kafka 4.3 skips
-        markers to a partition without a leader (KAFKA-20734, `TIMED_OUT_ABORT_SCAN_MS`):
-        the transaction hung for good. So its JVM gets until just before the earliest fence
-        (the session, less one heartbeat interval and a margin); a combined node takes its
-        controller with it."""
-        if not self.separate:
-            return timeout
-        session = int(self.settings.get("broker.session.timeout.ms", SESSION_TIMEOUT_MS))
-        beat = int(self.settings.get("broker.heartbeat.interval.ms", HEARTBEAT_INTERVAL_MS))
-        return min(timeout, max(STOP_MARGIN_S, (session - beat) / 1000 - STOP_MARGIN_S))
-
-    def _went_down(self) -> None:
-        self.down_file.write_text(f"{time.time():.3f}\n")
-
-    def _await_fencing(self, fresh: int | None, timeout: float, say) -> None:
-        """Start a separated broker's new incarnation only once the controller has fenced the
-        previous one (its session expired), so that the broker's first view of the cluster
-        shows itself fenced and leading nothing.
-
-        Until then the controller refuses the new incarnation's registration, but the broker
-        already acts on the metadata it caught up to: it leads every partition again, its
-        transaction coordinator loads and sends the markers of transactions it finds half
-        completed, and when the fence lands those partitions have no leader until the
-        controller elects the new incarnation: Kafka skips markers to a partition without a
-        leader and records the transaction complete (`TIMED_OUT_ABORT_SCAN_MS`). The previous
-        incarnation was last alive when our `stop` or `kill` ended it (`broker.down`), or, if
-        it ended otherwise, up to now. A controller that starts gives every broker it knows a
-        fresh session: `fresh` is the port of a controller started just now, and the session
-        counts from when it answers there."""
-        if not self.node.formatted:
-            return  # never registered
-        down = read_number(self.down_file, float)
-        alive = time.time() if down is None else down
-        if fresh is not None:
-            deadline = time.monotonic() + timeout
-            while not accepts(fresh) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            alive = time.time()
-        session = int(self.settings.get("broker.session.timeout.ms", SESSION_TIMEOUT_MS)) / 1000
-        wait = alive + session + FENCE_MARGIN_S - time.time()
-        if wait > 0:
-            say(f"waiting {wait:.1f}s for the controller to fence the broker's last incarnation")
-            time.sleep(wait)
+    def launch(self, kafka: Launcher, role: Role, cluster: str) -> int:
+        """Start the JVM of `role` (the broker's or the controller's), its storage formatted
+        first with the `cluster` id if it is new; its pid."""
+        kafka.format(role, cluster, self.home, self.credentials if self.secure else None)
+        if role is self.controller:
+            return kafka.spawn(self.controller_jvm, role, self.jvm_opts, controller_alone=True)
+        pid = kafka.spawn(self.jvm, role, self.jvm_opts)
+        self.fencing.came_up()
+        return pid
 
     # -- the steps of a start -----------------------------------------------------------
 
@@ -404,48 +330,6 @@ class Broker:
             write_properties(
                 self.controller.config_file, {**alone, **SINGLE_NODE_SETTINGS, **self.settings}
             )
-
-    def _format(self, java: str, jars: Path, role: Role, cluster: str) -> None:
-        """Format a role's data directory once (a KRaft log needs a cluster id before first
-        use; a separated broker and its controller share one)."""
-        if role.formatted:
-            return
-        sharing = class_archive(java, jars).mapping_options().split()
-        command = [java, *self._jvm_flags(), *sharing, "-cp", f"{jars}/*"]
-        command += ["kafka.tools.StorageTool"]
-        command += ["format", "--ignore-formatted", "-t", cluster, "-c"]
-        command += [str(role.config_file)]
-        if self.secure:
-            command += self.credentials.format_arguments()
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, cwd=self.home, umask=PRIVATE_UMASK
-            )
-        finally:
-            self.credentials.forget_format_arguments()
-        if done.returncode != 0:
-            reason = self.credentials.redact(last_line(done))
-            raise BrokerError(f"formatting {role.data_dir} failed: {reason}")
-
-    def _spawn(self, java: str, jars: Path, role: Role) -> int:
-        """Start a role's JVM (`Service.spawn`); its pid."""
-        extra = [*self.jvm_opts, *os.environ.get("LOGWHEEL_BROKER_JVM_OPTS", "").split()]
-        if role is self.controller:
-            extra += CONTROLLER_JVM_OPTS
-        archive = class_archive(java, jars)  # a broker (not a controller) lists its classes for it
-        listing = role is not self.controller
-        sharing = archive.listing_options() if listing else archive.mapping_options()
-        command = [java, *self._jvm_flags(), *sharing.split(), *extra, "-cp", f"{jars}/*"]
-        command.append("kafka.Kafka")
-        command.append(str(role.config_file))
-        pid = (self.controller_jvm if role is self.controller else self.jvm).spawn(command)
-        if role is self.node:
-            self.down_file.unlink(missing_ok=True)
-        return pid
-
-    def _jvm_flags(self) -> list[str]:
-        log4j = resources.files("framework.jvm") / "log4j2.properties"
-        return [*JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}"]
 
     def _wait_ready(
         self, pid: int, controller_pid: int | None, bootstrap: str, timeout: float, began: float

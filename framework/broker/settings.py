@@ -2,7 +2,7 @@
 starts, stops and the controller's fencing take, and the error a failed start raises.
 
 Constants only, so that what a start writes can be read (and compared with
-docker-compose.yml's broker) without the machinery that starts it (`embedded.py`).
+docker-compose.yml's broker) without the machinery that starts it (`embedded.py`, `launch.py`).
 """
 
 from __future__ import annotations

@@ -149,15 +149,14 @@ def test_a_live_pid_of_another_program_is_not_ours(home):
 def test_a_separated_brokers_stop_ends_its_jvm_before_the_controller_can_fence_it(
     home, monkeypatch
 ):
-    """A broker fenced while its JVM still shuts down leaves transactions hanging (Kafka skips
-    markers to a partition without a leader): its SIGTERM is followed by a SIGKILL before its
-    session, less a heartbeat, can expire. A combined node keeps the whole timeout."""
+    """Its SIGTERM is followed by a SIGKILL before its session, less a heartbeat, can expire
+    (`Fencing.stop_timeout`); a combined node takes its controller with it and keeps the whole
+    timeout. Either records when it went down: the next start's wait counts from then."""
     fast = {"broker.session.timeout.ms": "2000", "broker.heartbeat.interval.ms": "500"}
     separated = Broker(home, separate_controller=True, settings=fast)
-    assert separated.stop_timeout() == 1.0
-    assert Broker(home.with_name("defaults"), separate_controller=True).stop_timeout() == 6.5
-    assert Broker(home.with_name("combined"), settings=fast).stop_timeout() == 30.0
+    combined = Broker(home.with_name("combined"), settings=fast)
     separated.home.mkdir(parents=True)
+    combined.home.mkdir(parents=True)
     signalled = []
 
     def stop(service, timeout):
@@ -169,7 +168,46 @@ def test_a_separated_brokers_stop_ends_its_jvm_before_the_controller_can_fence_i
     assert signalled == [("the broker", 1.0)]
     separated.stop()
     assert signalled[1:] == [("the broker", 1.0), ("Kafka's controller", 30.0)]
-    assert separated.down_file.exists()  # when it went down: its fencing counts from then
+    assert separated.fencing.down_file.exists()
+    combined.stop()
+    assert signalled[3:] == [("the broker", 30.0), ("Kafka's controller", 30.0)]
+    assert combined.fencing.down_file.exists()
+
+
+class Launches:
+    """A `Launcher` that records what it was asked to do."""
+
+    def __init__(self) -> None:
+        self.done: list[tuple] = []
+
+    def format(self, role, cluster, home, credentials=None) -> None:
+        self.done.append(("format", role.name, cluster, home, credentials))
+
+    def spawn(self, service, role, options, controller_alone=False) -> int:
+        self.done.append(("spawn", service.name, role.name, options, controller_alone))
+        return 4242
+
+
+def test_the_brokers_down_time_is_forgotten_when_its_own_jvm_starts_not_its_controller(home):
+    """A separated broker's next restart counts the fence from its own stop, not from when its
+    controller was last started; each JVM runs with the broker's JVM options, formatted first."""
+    broker = Broker(home, separate_controller=True, jvm_opts=["-Dx"])
+    broker.home.mkdir(parents=True)
+    broker.fencing.went_down()
+    kafka = Launches()
+    assert broker.launch(kafka, broker.controller, "id") == 4242
+    assert broker.fencing.down_file.exists()
+    assert broker.launch(kafka, broker.node, "id") == 4242
+    assert not broker.fencing.down_file.exists()
+    assert kafka.done == [
+        ("format", "Kafka's controller", "id", broker.home, None),
+        ("spawn", "Kafka's controller", "Kafka's controller", ["-Dx"], True),
+        ("format", "the broker", "id", broker.home, None),
+        ("spawn", "the broker", "the broker", ["-Dx"], False),
+    ]
+    secure = Broker(home.with_name("secure"), secure=True)
+    secure.launch(kafka, secure.node, "id")
+    assert kafka.done[-2][-1] is secure.credentials  # its users' SCRAM credentials
 
 
 def test_each_jvm_of_a_home_is_known_by_its_properties_file_there(tmp_path):
