@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -410,7 +410,32 @@ def wait_until_resettable(
 def raise_bare(error: KafkaError) -> None:
     """Raise `error` itself, as confluent-kafka's C code does from some calls (a consumer's
     `close`, a fenced producer's `flush`): a KafkaError is no BaseException, so Python code
-    cannot raise it, and `except Exception`/`except KafkaException` let it through."""
+    cannot raise it, and `except Exception`/`except KafkaException` let it through.
+
+    CPython then writes an exception's fields (traceback, context) into the KafkaError object
+    and reads them back from it: undefined behaviour, which once crashed the pytest worker
+    running such a test. Call it only inside `in_forked_child`."""
     set_object = ctypes.pythonapi.PyErr_SetObject
     set_object.argtypes = [ctypes.py_object, ctypes.py_object]
     set_object(KafkaError, error)  # ctypes' pythonapi raises what the call left set
+
+
+def in_fresh_process(scenario: Callable[..., None], *args: str, timeout: float = 120) -> None:
+    """Run `scenario(*args)`, a module-level function of the tests, in a Python process of its
+    own; fail with its output if it fails or dies. For scenarios that raise a bare KafkaError
+    (`raise_bare`): what that does to memory stays in that process. (A fork of the pytest
+    process was tried: it inherited locks held by other threads and hung.)"""
+    run = "import importlib, sys; m = importlib.import_module(sys.argv[1]); "
+    run += "getattr(m, sys.argv[2])(*sys.argv[3:])"
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", run, scenario.__module__, scenario.__qualname__, *args],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, (
+        f"the scenario failed in its process (exit {done.returncode}):\n{done.stderr[-3000:]}"
+    )

@@ -265,13 +265,19 @@ class Membership:
         if not clean:
             self._lost = True  # no commit from the revocation the close triggers
             self._committer.abandon()
+        problem = None
         try:
             self._consumer.close()
             self._raise_failure()
         except (KafkaException, KafkaError, RuntimeError, Rejoin, Retry) as error:
-            log.warning("%s: closing the consumer: %s", self._spec.group, error)
+            # Logged once handled: `close` can raise a bare KafkaError (no BaseException),
+            # and Python code that raises while CPython handles one reads the exception's
+            # fields out of the KafkaError object (logging's level cache raises KeyError).
+            problem = str(error)
         finally:  # the stores, whatever happened: the next membership opens them again
             self._tasks.close()
+        if problem is not None:
+            log.warning("%s: closing the consumer: %s", self._spec.group, problem)
         self._channels.close()
         self._restorer.consumer.close()
         self._committer.close()

@@ -8,7 +8,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from framework.errors import LogwheelError, Rejoin, Retry
 from framework.kafka.errors import Unreachable, check, group_event, passing, reaching_kafka
-from tests.support import raise_bare
+from tests.support import in_fresh_process, raise_bare
 
 
 def _raised(error: BaseException) -> BaseException:
@@ -81,5 +81,9 @@ def test_a_fatal_client_error_ends_the_membership(error):
 def test_a_bare_kafka_error_ends_the_membership():
     """confluent-kafka raises some errors as a bare KafkaError, which no `except Exception`
     catches: it used to pass the runner's handlers and end its loop for good."""
+    in_fresh_process(_a_bare_fenced_error_is_a_rejoin)
+
+
+def _a_bare_fenced_error_is_a_rejoin() -> None:
     with pytest.raises(Rejoin), reaching_kafka():
         raise_bare(KafkaError(KafkaError._FENCED, "fenced by a newer instance", fatal=True))

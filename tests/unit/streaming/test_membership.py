@@ -10,6 +10,7 @@ import json
 import re
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
@@ -28,7 +29,7 @@ from framework.streaming.membership import IDLE_POLL_MAX_S, Membership, Pace
 from framework.streaming.meter import Meter
 from framework.streaming.refused_records import RefusedRecords
 from framework.streaming.task_manager import TaskManager
-from tests.support import raise_bare
+from tests.support import in_fresh_process, raise_bare
 from tests.unit.streaming.fakes import (
     FakeAdmin,
     FakeChannels,
@@ -238,6 +239,11 @@ def test_an_unclean_end_aborts_and_leaves_the_producer_alone(tmp_path):
 def test_a_close_survives_the_consumer_raising_a_bare_kafka_error(tmp_path):
     """confluent-kafka's `close` raised a bare KafkaError ("Can't subtract from empty
     assignment"), no Exception: the stores and the other clients must still be closed."""
+    in_fresh_process(_a_close_raising_a_bare_kafka_error_closes_the_rest, str(tmp_path))
+
+
+def _a_close_raising_a_bare_kafka_error_closes_the_rest(directory: str) -> None:
+    tmp_path = Path(directory)
     parts = _parts(tmp_path)
     consumer = parts.consumer
     consumer.add("in", 0, "a")
