@@ -95,7 +95,7 @@ class ClusterNode(Broker):
         home, jvm_opts = cluster.home / f"node-{node}", [*NODE_JVM_OPTS, *cluster.jvm_opts]
         super().__init__(home, settings=cluster.settings, jvm_opts=jvm_opts)
         self.cluster, self.id = cluster, node
-        self.jvm = self._service(self.node, f"Kafka node {node}")
+        self.jvm = self._service(self.node, self.listener_port, f"Kafka node {node}")
 
     def port(self) -> int | None:
         """The port clients use to reach this node (a proxy's, if it has one)."""
@@ -104,6 +104,11 @@ class ClusterNode(Broker):
 
     def address(self) -> str:
         return f"127.0.0.1:{self.port()}"
+
+    def listener_port(self) -> int | None:
+        """The port this node's own client listener is on (a proxy may front it)."""
+        saved = self.cluster.saved_ports().get(self.id)
+        return saved["port"] if saved else None
 
 
 class Cluster:
@@ -355,8 +360,14 @@ class Cluster:
         watched = {self.nodes[i].jvm: pids[i] for i in targets if pids[i]}
 
         def ready() -> bool:
-            return set(targets) <= registered_brokers(bootstrap, {}) and coordinators_serve(
-                bootstrap, {}, partitions, deadline
+            for i in targets:
+                taken = self.nodes[i].jvm.port_taken(pids[i])
+                if taken is not None:  # whatever answers there is not that node
+                    raise BrokerError(taken)
+            return (
+                all(self.nodes[i].jvm.serves(pids[i]) for i in targets)
+                and set(targets) <= registered_brokers(bootstrap, {})
+                and coordinators_serve(bootstrap, {}, partitions, deadline)
             )
 
         if not await_ready(watched, ready, deadline, interval=0.5):

@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from framework.broker.fencing import Fencing
@@ -54,7 +55,7 @@ from framework.broker.settings import (
     STOP_TIMEOUT_S,
     BrokerError,
 )
-from framework.jvm.process import HomeLock, accepts, any_free_port, port_free, read_json
+from framework.jvm.process import HomeLock, any_free_port, port_free, read_json
 from framework.jvm.service import (
     Say,
     Service,
@@ -113,17 +114,26 @@ class Broker:
         self.log_file = self.node.log_file
         self.fencing = Fencing(self.home, self.node, self.settings)
         self.lock = HomeLock(self.home)
-        self.jvm = self._service(self.node)
-        self.controller_jvm = self._service(self.controller)
+        self.jvm = self._service(self.node, lambda: self._saved_port("port"))
+        self.controller_jvm = self._service(
+            self.controller, lambda: self._saved_port("controller_port")
+        )
 
-    def _service(self, role: Role, name: str | None = None) -> Service:
+    def _service(
+        self, role: Role, port: Callable[[], int | None], name: str | None = None
+    ) -> Service:
         """A role's JVM (called `name` in messages, else the role's name): known by its main
-        class and its properties file, which names the home."""
+        class and its properties file, which names the home, and by holding the listener of
+        `port`, the role's port as saved in the home."""
         marks = ("kafka.Kafka", str(role.config_file))
         files = (role.pid_file, role.log_file)
         return Service(
-            name or role.name, self.home, *files, marks, BrokerError, self.credentials.redact
+            name or role.name, self.home, *files, marks, port, BrokerError, self.credentials.redact
         )
+
+    def _saved_port(self, which: str) -> int | None:
+        saved = read_json(self.ports_file)
+        return saved.get(which) if saved else None
 
     # -- queries ------------------------------------------------------------------------
 
@@ -139,14 +149,14 @@ class Broker:
 
     def port(self) -> int | None:
         """The client port chosen at the first start, if any."""
-        saved = read_json(self.ports_file)
-        return saved.get("port") if saved else None
+        return self._saved_port("port")
 
     def status(self) -> str | None:
-        """The bootstrap address when the broker runs and its port answers, else None."""
-        port = self.port()
-        if self.running_pid() and port and accepts(port):
-            return f"127.0.0.1:{port}"
+        """The bootstrap address when the broker runs and listens on its port (its process
+        holds that socket: not another program that took the port), else None."""
+        pid = self.running_pid()
+        if pid and self.jvm.serves(pid):
+            return f"127.0.0.1:{self.port()}"
         return None
 
     # -- start / stop -------------------------------------------------------------------
@@ -335,10 +345,10 @@ class Broker:
         self, pid: int, controller_pid: int | None, bootstrap: str, timeout: float, began: float
     ) -> None:
         """Wait until an AdminClient sees the broker in the cluster metadata, then until its
-        group and transaction coordinators serve (broker/readiness.py); a broker that never
-        does is stopped."""
+        group and transaction coordinators serve (broker/readiness.py), all on a port its own
+        process listens on; a broker that never does, or whose port another program holds, is
+        stopped."""
         deadline = began + timeout
-        port = int(bootstrap.rsplit(":", 1)[1])
         settings = self.client_settings()
         partitions = int(SINGLE_NODE_SETTINGS["offsets.topic.num.partitions"])
         watched = {self.jvm: pid}
@@ -346,8 +356,12 @@ class Broker:
             watched[self.controller_jvm] = controller_pid
 
         def ready() -> bool:
+            taken = self.jvm.port_taken(pid)
+            if taken is not None:  # whatever answers there is not this broker
+                self.stop()
+                raise BrokerError(taken)
             return (
-                accepts(port)
+                self.jvm.serves(pid)
                 and bool(registered_brokers(bootstrap, settings))
                 and coordinators_serve(bootstrap, settings, partitions, deadline)
             )

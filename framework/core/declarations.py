@@ -29,6 +29,16 @@ SUBJECT_STRATEGIES = ("topic", "record", "topic_record")
 ("topic", Confluent's TopicNameStrategy, the default), the record's full name ("record",
 RecordNameStrategy), or `<topic>-<record full name>` ("topic_record",
 TopicRecordNameStrategy). Readers resolve schemas by id, whatever the strategy."""
+INTERNAL_KINDS = ("changelog", "timers", "watermarks", "dlq", "ids", "replay", "replayed")
+INTERNAL_KINDS += ("backfill",)  # a computation's backfill plans (framework/backfill/plan.py)
+"""The last part of every topic a computation, injector or sink keeps for itself under
+`<pipeline>.<owner>.` (CONTRACT.md, Topics); a re-keyed input's topic is
+`<pipeline>.<computation>.<stream>.by-key`."""
+INTERNAL_TOPIC = re.compile(
+    rf"(?P<pipeline>{NAME.pattern})\.(?P<owner>{NAME.pattern})\."
+    rf"(?:(?P<kind>{'|'.join(INTERNAL_KINDS)})|(?P<stream>{STREAM.pattern})\.by-key)"
+)
+"""Any pipeline's internal topic, whichever pipeline: checked with `fullmatch`."""
 DEFAULT_PARTITIONS = 4
 DEFAULT_MAX_FUTURE_MS = 300_000
 """How far ahead of wall time a source's records may move its watermark (and a mark or a
@@ -208,6 +218,31 @@ def check_outside(stream: str, prefixes: Mapping[str, str]) -> None:
                 "streams may not be named like another computation's internal topics; "
                 "rename the stream"
             )
+
+
+def internal_topic(topic: str) -> str | None:
+    """What `topic` is if some pipeline keeps it for itself ("the changelog of 'count' in
+    pipeline 'billing'"), else None. Any pipeline's, not only this one's: streams are global,
+    and a stream named like another pipeline's changelog is that changelog."""
+    found = INTERNAL_TOPIC.fullmatch(topic)
+    if found is None:
+        return None
+    kind = found["kind"] or f"repartition topic of {found['stream']!r}"
+    return f"the {kind} of {found['owner']!r} in pipeline {found['pipeline']!r}"
+
+
+def check_writable(stream: str, where: str) -> None:
+    """A stream a pipeline writes (an output, an injector's stream) may not be named like any
+    pipeline's internal topic: `logwheel acls` grants Write on what a pipeline writes, and a
+    write there would forge that pipeline's state, timers or marks. `where` names the
+    declaration ("computation 'c': output")."""
+    internal = internal_topic(stream)
+    if internal is not None:
+        head, _, last = stream.rpartition(".")
+        raise PipelineError(
+            f"{where} {stream!r} is named like {internal}: a pipeline may not write another's "
+            f"internal topics; rename the stream, e.g. {head + '-' + last!r}"
+        )
 
 
 def check_format(where: str, fmt: str | None) -> None:

@@ -30,6 +30,7 @@ from framework.core.declarations import (
     check_stream,
     check_subject_strategy,
     check_topic_length,
+    check_writable,
     key_by,
 )
 from framework.core.dedup import Dedup
@@ -186,6 +187,7 @@ class Pipeline:
         check_format(f"source {stream!r}", format)
         if isinstance(watermark, InjectorWatermark):
             self._claim_prefix(f"injector {watermark.injector!r}", watermark.injector)
+            check_writable(stream, f"injector {watermark.injector!r}: stream")
         self.sources[stream] = Source(stream, schema, watermark, format)
         return self
 
@@ -250,6 +252,8 @@ class Pipeline:
         prefixes = {**self.internal_prefixes(), f"computation {name!r}": f"{self.name}.{name}."}
         for stream in [*inputs, *outputs]:
             check_outside(stream, prefixes)
+        for stream in outputs:
+            check_writable(stream, f"computation {name!r}: output")
         self._claim_prefix(f"computation {name!r}", name)
         for topic in [
             f"{self.name}.{name}.changelog",

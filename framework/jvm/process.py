@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import ipaddress
 import json
 import os
 import random
@@ -18,6 +19,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,6 +140,52 @@ def accepts(port: int) -> bool:
     with socket.socket() as probe:
         probe.settimeout(1.0)
         return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+LISTEN = "0A"
+"""A listening socket's state in /proc/net/tcp (TCP_LISTEN)."""
+SOCKET_TABLES = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
+"""IPv4 and IPv6 sockets: a JVM binds 127.0.0.1 as the IPv4-mapped ::ffff:127.0.0.1."""
+
+
+def listeners(port: int, tables: tuple[Path, ...] = SOCKET_TABLES) -> dict[int, int]:
+    """The sockets listening where a connection to 127.0.0.1:`port` lands (127.0.0.1 or a
+    wildcard address, in IPv4 or IPv6-mapped form), by inode, each with its owner's uid."""
+    found: dict[int, int] = {}
+    for table in tables:
+        try:
+            rows = table.read_text().splitlines()[1:]
+        except OSError:
+            continue  # no IPv6 on this machine
+        for row in rows:
+            fields = row.split()
+            address, _, hex_port = fields[1].partition(":")
+            if fields[3] == LISTEN and int(hex_port, 16) == port and _reaches_loopback(address):
+                found[int(fields[9])] = int(fields[7])
+    return found
+
+
+def _reaches_loopback(hex_address: str) -> bool:
+    """Whether a socket bound to this address (as /proc/net/tcp writes it: 32-bit words in
+    the machine's byte order) receives connections to 127.0.0.1."""
+    words = [hex_address[i : i + 8] for i in range(0, len(hex_address), 8)]
+    raw = b"".join(int(word, 16).to_bytes(4, sys.byteorder) for word in words)
+    ip = ipaddress.ip_address(raw)
+    if isinstance(ip, ipaddress.IPv6Address):
+        ip = ip.ipv4_mapped or ip
+    return ip.is_unspecified or ip == ipaddress.IPv4Address("127.0.0.1")
+
+
+def socket_inodes(pid: int) -> set[int]:
+    """The inodes of the sockets `pid` holds open (none if its descriptors cannot be read)."""
+    inodes = set()
+    with contextlib.suppress(OSError):
+        for fd in os.scandir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd.path)
+                if target.startswith("socket:["):
+                    inodes.add(int(target[8:-1]))
+    return inodes
 
 
 # -- state files --------------------------------------------------------------------------

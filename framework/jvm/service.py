@@ -9,9 +9,15 @@ to `Service`.
 A pid is trusted only when the process is provably this service's: it runs (a zombie does not)
 under our uid, and its command line holds the service's `marks`, exact arguments one of which
 names the home (a Kafka JVM's properties file, the registry's home property). The pid file lies
-in the home. A pid file naming any other process is stale: it is removed, and that process is
-never signalled. A process of this home whose pid file was lost is found by its marks and
-adopted. Linux only (/proc).
+in the home, which only our uid may write. A pid file naming any other process is stale: it is
+removed, and that process is never signalled. A process of this home whose pid file was lost
+is adopted only if it also holds the socket listening on the port saved in the home: a command
+line is text any process may carry, a listening socket the kernel gives one process.
+
+What answers on the service's port is the service only when the socket listening there is held
+by its pid (`listener`): a port is a number any local program may take while the service starts
+or after it stopped, and a client would then hand it its data, or take its schemas. Linux only
+(/proc).
 """
 
 from __future__ import annotations
@@ -28,7 +34,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from framework.jvm.process import alive, argv, owner, read_number, wait_exit
+from framework.jvm.process import (
+    alive,
+    argv,
+    listeners,
+    owner,
+    read_number,
+    socket_inodes,
+    wait_exit,
+)
 from framework.private_files import PRIVATE_UMASK
 
 LOG_ROTATE_BYTES = 20_000_000
@@ -68,8 +82,9 @@ def home_from_env(variable: str, default: str) -> Path:
 
 class Service:
     """One detached JVM of a home (see the module doc). `name` is how messages call it ("the
-    broker", "Kafka node 2"); `error` the exception a failed start raises (a
-    `ConfigurationError` of its package); `redact` takes secrets out of a log line."""
+    broker", "Kafka node 2"); `port` reads the port it listens on from its home (None before
+    its first start); `error` the exception a failed start raises (a `ConfigurationError` of
+    its package); `redact` takes secrets out of a log line."""
 
     def __init__(
         self,
@@ -78,6 +93,7 @@ class Service:
         pid_file: Path,
         log_file: Path,
         marks: Sequence[str],
+        port: Callable[[], int | None],
         error: type[Exception],
         redact: Callable[[str], str] = str,
     ) -> None:
@@ -86,6 +102,7 @@ class Service:
         self.pid_file = pid_file
         self.log_file = log_file
         self.marks = tuple(marks)
+        self.port = port
         self.error = error
         self.redact = redact
 
@@ -96,6 +113,31 @@ class Service:
             return False
         arguments = argv(pid)
         return all(mark in arguments for mark in self.marks)
+
+    def listener(self, pid: int) -> bool | None:
+        """Who listens on 127.0.0.1 at this service's port: `pid` (True), another program
+        (False), or nothing yet (None: a JVM still starting, or no port saved)."""
+        port = self.port()
+        found = listeners(port) if port else {}
+        if not found:
+            return None
+        return found.keys() <= socket_inodes(pid)
+
+    def serves(self, pid: int) -> bool:
+        """Whether what answers on this service's port is `pid`, this service's process."""
+        return self.listener(pid) is True
+
+    def port_taken(self, pid: int) -> str | None:
+        """When another program listens on this service's port instead of `pid`: a one-line
+        error naming it and the fix; else None."""
+        if self.listener(pid) is not False:
+            return None
+        port = self.port()
+        uids = sorted(set(listeners(port or 0).values()))
+        return (
+            f"127.0.0.1:{port} is held by another program (uid {', '.join(map(str, uids))}), "
+            f"not {self.name} (pid {pid}): stop that program, then start {self.name} again"
+        )
 
     def pid(self, say: Say | None = None) -> int | None:
         """The pid of this service's running process, or None. With `say`, a stale pid file is
@@ -164,13 +206,13 @@ class Service:
         return self.redact((errors or lines or ["no log output"])[-1].strip()[:300])
 
     def _find_orphan(self) -> int | None:
+        """A process of this home that lost its pid file: ours by uid and marks, and holding
+        the listening socket of the port saved in the home."""
         proc = Path("/proc")
         if not proc.is_dir():
             return None
-        for entry in proc.iterdir():
-            if entry.name.isdigit() and self.is_ours(int(entry.name)):
-                return int(entry.name)
-        return None
+        pids = (int(entry.name) for entry in proc.iterdir() if entry.name.isdigit())
+        return next((pid for pid in pids if self.is_ours(pid) and self.serves(pid)), None)
 
 
 def stop_together(services: Sequence[Service], timeout: float) -> list[int | None]:

@@ -8,7 +8,9 @@ writes them; WRITE on its outputs. It cannot read, write or create another compu
 topics, so a compromised or buggy job cannot forge another's state, timers or marks. An
 injector's principal may WRITE only its streams and its own watermark channel. DELETE (which
 `logwheel reset --wipe-state` needs) is granted only with `allow_reset`. A stream is never
-named inside an internal prefix (`Pipeline` refuses it), so no literal grant reaches one.
+named inside an internal prefix, nor written when it is named like any pipeline's internal
+topic (`Pipeline` refuses both; the grants refuse the latter again, should a declaration have
+been changed after it was checked), so no literal grant reaches one.
 tests/integration/test_security.py runs a job whose computations each have only these ACLs.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from framework.core.declarations import internal_topic
 from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError
 from framework.core.watermarks import partition_watermark
 from framework.kafka.config import reader_group
@@ -86,7 +89,7 @@ def computation_acls(
     for i in spec.inputs:
         reads |= set(partition_watermark(pipeline, i.stream, i.stream, 0)[1])
     acls |= _literal(reads - {spec.watermarks}, READ_OPERATIONS, principal, host)
-    acls |= _literal(set(spec.outputs), WRITE_OPERATIONS, principal, host)
+    acls |= _literal(_writable(set(spec.outputs)), WRITE_OPERATIONS, principal, host)
     return sorted(acls)
 
 
@@ -104,7 +107,7 @@ def injector_acls(pipeline: Pipeline, injector: str, principal: str, *, host: st
             f"{sorted(injectors(pipeline))}"
         )
     channel = f"{pipeline.name}.{injector}.watermarks"
-    acls = _literal(streams | {channel}, WRITE_OPERATIONS, principal, host)
+    acls = _literal(_writable(streams) | {channel}, WRITE_OPERATIONS, principal, host)
     acls.add(Acl("TOPIC", "LITERAL", channel, "CREATE", principal, host))
     acls |= {
         Acl("TRANSACTIONAL_ID", "PREFIXED", f"{pipeline.name}.{injector}.injector-", op,
@@ -140,6 +143,20 @@ def injectors(pipeline: Pipeline) -> list[str]:
             if isinstance(s.watermark, InjectorWatermark)
         }
     )
+
+
+def _writable(topics: set[str]) -> set[str]:
+    """`topics`, a part's outputs or streams, once none is named like an internal topic: Write
+    is never granted literally on a changelog, timer journal, mark channel or dead letters (a
+    part's own are granted by its prefix, an injector's channel by name)."""
+    for topic in sorted(topics):
+        internal = internal_topic(topic)
+        if internal is not None:
+            raise PipelineError(
+                f"refusing to grant Write on {topic!r}, which is named like {internal}: "
+                "rename that stream in the pipeline's declaration"
+            )
+    return topics
 
 
 def _literal(topics: set[str], operations: tuple[str, ...], principal: str, host: str) -> set:

@@ -46,6 +46,7 @@ class Registry:
             self.pid_file,
             self.log_file,
             [home_mark(self.home)],
+            self.port,
             RegistryError,
         )
 
@@ -66,9 +67,10 @@ class Registry:
         return api_url(port) if port else None
 
     def status(self) -> str | None:
-        """The URL when the registry runs and its API answers, else None."""
-        url = self.url()
-        if url and self.running_pid() and answers(url):
+        """The URL when the registry runs and its API answers, on a port its own process
+        listens on (not another program that took the port), else None."""
+        url, pid = self.url(), self.running_pid()
+        if url and pid and self.jvm.serves(pid) and answers(url):
             return url
         return None
 
@@ -110,10 +112,19 @@ class Registry:
             return self.jvm.stop(timeout)
 
     def _wait_ready(self, pid: int, url: str, timeout: float, began: float) -> None:
-        """Wait until the API at `url` answers, up to `timeout` s after `began`; a JVM that
-        exits or never answers is an error that names its log (one that never answered is
+        """Wait until the API at `url` answers from a port the JVM `pid` listens on, up to
+        `timeout` s after `began`; a JVM that exits, never answers or whose port another program
+        holds is an error that names its log or that program (one that did not exit is
         stopped)."""
-        if await_ready({self.jvm: pid}, lambda: answers(url), began + timeout):
+
+        def ready() -> bool:
+            taken = self.jvm.port_taken(pid)
+            if taken is not None:  # whatever answers there is not this registry
+                self.stop()
+                raise RegistryError(taken)
+            return self.jvm.serves(pid) and answers(url)
+
+        if await_ready({self.jvm: pid}, ready, began + timeout):
             return
         self.stop()
         raise RegistryError(

@@ -3,7 +3,9 @@
 import json
 import os
 import re
+import signal
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from framework.broker.embedded import Broker
 from framework.broker.settings import BrokerError
 from framework.jvm import process
 from framework.jvm.service import Service
+from tests.support_impostor import impostor
 
 
 @pytest.fixture
@@ -28,6 +31,17 @@ def taken_port():
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         yield sock.getsockname()[1]
+
+
+@pytest.fixture
+def children():
+    """Pids of session leaders to SIGKILL at the end, whatever the test did to them."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        if process.alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+            process.wait_exit(pid, 60)
 
 
 def _choose(home, wanted=None):
@@ -144,6 +158,29 @@ def test_a_live_pid_of_another_program_is_not_ours(home):
     assert broker.running_pid(said.append) is None
     assert "another program" in said[0]
     assert broker.stop() is None  # and stop never signals it
+
+
+def test_another_program_on_its_port_is_not_taken_for_the_running_broker(home, children):
+    """The broker's process runs (a sleeper with its command line stands in for the JVM) but
+    another program listens on its saved port: that is not the broker. The status does not
+    give its address; a start fails in one line naming it and stops the broker's process, and
+    never signals that program."""
+    broker = Broker(home)
+    broker.home.mkdir(parents=True)
+    port = process.any_free_port()
+    broker.ports_file.write_text(json.dumps({"port": port, "controller_port": port + 1}))
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+    pid = broker.jvm.spawn([*sleeper, "kafka.Kafka", str(broker.config_file)])
+    children.append(pid)
+    with impostor(port) as other:
+        assert broker.running_pid() == pid and process.accepts(port)
+        assert broker.status() is None
+        rule = rf"127\.0\.0\.1:{port} is held by another program \(uid {os.getuid()}\), not "
+        rule += rf"the broker \(pid {pid}\): stop that program, then start the broker again"
+        with pytest.raises(BrokerError, match=f"^{rule}$"):
+            broker.start(timeout=60, say=lambda _: None)
+        assert process.wait_exit(pid, 60) and process.alive(other)
+        assert broker.running_pid() is None
 
 
 def test_a_separated_brokers_stop_ends_its_jvm_before_the_controller_can_fence_it(

@@ -4,6 +4,8 @@ each refusal a `PipelineError` naming the fix."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from framework.core.api import Record
@@ -20,6 +22,8 @@ from framework.core.declarations import (
     check_schema,
     check_stream,
     check_subject_strategy,
+    check_writable,
+    internal_topic,
     key_by,
 )
 
@@ -54,6 +58,38 @@ def test_a_stream_inside_another_owners_internal_prefix_is_refused():
     check_outside("wc.counts", prefixes)
     with pytest.raises(PipelineError, match="inside computation 'count''s internal prefix"):
         check_outside("wc.count.changelog", prefixes)
+
+
+def test_any_pipelines_internal_topic_is_known_by_its_name():
+    assert internal_topic("billing.count.changelog") == (
+        "the changelog of 'count' in pipeline 'billing'"
+    )
+    assert internal_topic("billing.count.eu.orders.by-key") == (
+        "the repartition topic of 'eu.orders' of 'count' in pipeline 'billing'"
+    )
+    for kind in ("timers", "watermarks", "dlq", "ids", "replay", "replayed", "backfill"):
+        assert internal_topic(f"a.b-2.{kind}") is not None, kind
+
+
+@pytest.mark.parametrize(
+    "stream",
+    ["orders", "orders.v2", "shop.orders", "eu.orders.updates", "Billing.count.changelog",
+     "billing.count.changelog-v2", "billing.count.by-key", "billing.changelog", "1.b.dlq"],
+)  # fmt: skip
+def test_streams_with_dots_that_no_pipeline_keeps_for_itself_may_be_written(stream):
+    assert internal_topic(stream) is None
+    check_writable(stream, "computation 'c': output")
+
+
+def test_writing_a_stream_named_like_an_internal_topic_is_refused_naming_the_fix():
+    rule = (
+        "computation 'c': output 'billing.count.changelog' is named like the changelog of "
+        "'count' in pipeline 'billing': a pipeline may not write another's internal topics; "
+        "rename the stream, e.g. 'billing.count-changelog'"
+    )
+    with pytest.raises(PipelineError, match=f"^{re.escape(rule)}$"):
+        check_writable("billing.count.changelog", "computation 'c': output")
+    assert internal_topic("billing.count-changelog") is None  # the fix it names works
 
 
 def test_formats_subject_strategies_and_schema_names_are_the_listed_ones():

@@ -12,6 +12,7 @@ from framework import (
     Pipeline,
     PipelineError,
     key_by,
+    windows,
 )
 from framework.core.api import Record
 
@@ -109,7 +110,7 @@ def test_a_format_that_cannot_be_written_is_refused_at_declaration():
 
 
 def test_a_percentile_low_watermark_is_declared_on_computations_and_windows():
-    from framework import Percentile, windows
+    from framework import Percentile
 
     p = Pipeline("pctl")
     p.source("s")
@@ -170,6 +171,36 @@ def test_a_stream_inside_another_computations_internal_prefix_is_refused_either_
     # another computation's changelog read as a table stays allowed, and so do look-alikes
     p.computation("t", Noop, inputs={"in": None}, tables={"a": "p.a.changelog"})
     p.computation("u", Noop, inputs={"in": None}, outputs={"p.ab.out": None})
+
+
+def test_writing_another_pipelines_internal_topic_is_refused_and_reading_it_is_not():
+    """Streams are global: an output named like pipeline billing's changelog would be that
+    changelog, and `logwheel acls` would grant Write on it."""
+    p = Pipeline("shop").source("in")
+    rule = r"output 'billing\.count\.changelog' is named like the changelog of 'count' in "
+    rule += r"pipeline 'billing'.*rename the stream, e.g. 'billing\.count-changelog'"
+    with pytest.raises(PipelineError, match=rule):
+        p.computation("c", Noop, inputs={"in": None}, outputs={"billing.count.changelog": None})
+    with pytest.raises(PipelineError, match=r"output 'billing\.count\.in\.by-key' is named"):
+        p.windowed(
+            "w",
+            inputs={"in": None},
+            window=windows.Tumbling(size_ms=1000),
+            aggregate=windows.Count(),
+            output="billing.count.in.by-key",
+        )
+    with pytest.raises(PipelineError, match=r"injector 'gen': stream 'billing\.gen\.dlq' is"):
+        p.source("billing.gen.dlq", watermark=InjectorWatermark("gen"))
+    assert set(p.computations) == set() and set(p.sources) == {"in"}
+    # read, it is another team's changelog: as a table or a source; dotted streams are written
+    p.source("billing.count.changelog")
+    p.computation(
+        "d",
+        Noop,
+        inputs={"in": None, "billing.count.changelog": None},
+        tables={"counts": "billing.count.changelog"},
+        outputs={"billing.count.updates": None, "orders.v2": None},
+    )
 
 
 @pytest.mark.parametrize(

@@ -95,6 +95,39 @@ def test_a_port_listened_on_is_not_free_and_accepts():
     assert process.port_free(port) and not process.accepts(port)
 
 
+@pytest.mark.parametrize(
+    ("family", "address", "reached"),
+    [
+        (socket.AF_INET, "127.0.0.1", True),
+        (socket.AF_INET, "0.0.0.0", True),
+        (socket.AF_INET6, "::ffff:127.0.0.1", True),  # how a JVM binds 127.0.0.1
+        (socket.AF_INET6, "::", True),
+        (socket.AF_INET, "127.0.0.2", False),
+        (socket.AF_INET6, "::1", False),
+    ],
+)
+def test_the_listener_of_a_loopback_port_is_found_with_its_owner(family, address, reached):
+    """What answers a connection to 127.0.0.1:port, and which process holds it (the socket's
+    inode among its descriptors), as /proc shows them; a client socket is not a listener."""
+    if family == socket.AF_INET6 and not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    with socket.socket(family) as server:
+        server.bind((address, 0))
+        server.listen()
+        port = server.getsockname()[1]
+        found = process.listeners(port)
+        if not reached:
+            assert found == {}
+            return
+        assert list(found.values()) == [os.getuid()]
+        assert found.keys() <= process.socket_inodes(os.getpid())
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            assert process.listeners(port) == found  # its connection is not listed
+            assert client.getpeername()[1] == port
+    assert process.listeners(port) == {}
+    assert not found.keys() & process.socket_inodes(os.getpid())  # closed
+
+
 def test_chosen_ports_lie_below_the_ephemeral_range(tmp_path):
     """A port in the kernel's ephemeral range may be taken by a client's outgoing connection
     while the JVM starts."""

@@ -3,6 +3,9 @@ for the JVM: what is under test is which process is trusted, started, waited for
 
 The adoption rules: a pid file is trusted only for a process of our uid whose command line
 holds the service's marks (one naming the home); anything else is stale and never signalled.
+A process that lost its pid file is adopted only if it also holds the socket listening on the
+home's saved port; and what answers on that port is the service only when its pid holds that
+socket (an impostor, tests/support_impostor.py, plays the program that took the port).
 """
 
 from __future__ import annotations
@@ -20,11 +23,16 @@ import pytest
 
 from framework.errors import ConfigurationError
 from framework.jvm import service as service_mod
-from framework.jvm.process import alive, argv, wait_exit
+from framework.jvm.process import alive, any_free_port, argv, read_number, wait_exit
 from framework.jvm.service import Service, await_ready, home_from_env, stop_together
+from tests.support_impostor import impostor
 
 SLEEPER = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); "
 SLEEPER += "print('started', flush=True); time.sleep(600)"
+LISTENER = "import socket; s = socket.socket(); s.bind(('127.0.0.1', int(open('port').read()))); "
+LISTENER += "s.listen(); " + SLEEPER
+"""A sleeper that listens on the port saved in its home (its working directory), as a JVM
+does on the port its start chose."""
 STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
 STUBBORN += "print('started', flush=True); time.sleep(600)"
 EXIT_S = 30.0
@@ -36,9 +44,12 @@ class Refused(ConfigurationError):
 
 
 def _service(home: Path, name: str = "the sleeper") -> Service:
+    """A service whose port is saved in `port` in its home (a free one)."""
     home.mkdir(parents=True, exist_ok=True)
+    (home / "port").write_text(f"{any_free_port()}\n")
     marks = ("logwheel.test.Sleeper", f"--home={home}")
-    return Service(name, home, home / "sleeper.pid", home / "sleeper.log", marks, Refused)
+    files = (home / "sleeper.pid", home / "sleeper.log")
+    return Service(name, home, *files, marks, lambda: read_number(home / "port", int), Refused)
 
 
 def _command(service: Service, code: str = SLEEPER) -> list[str]:
@@ -130,6 +141,27 @@ def test_a_real_process_of_another_user_naming_our_home_is_never_adopted(tmp_pat
     assert alive(pid)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="running a child as another user needs root")
+def test_another_users_process_holding_our_port_and_naming_our_home_is_never_adopted(
+    tmp_path, children
+):
+    """Marks and the saved port, all but the uid: by pid file or as an orphan, it is not
+    ours, and what answers on the port is named as another program, with its uid."""
+    service = _service(tmp_path / "home")
+    with impostor(service.port(), *service.marks, user=65534) as other:
+        assert all(mark in argv(other) for mark in service.marks)
+        service.pid_file.write_text(f"{other}\n")
+        said: list[str] = []
+        assert service.pid(said.append) is None and "stale pid file" in said[0]
+        assert service.pid(said.append) is None and len(said) == 1  # no orphan adopted
+        assert service.kill() is None and alive(other)
+        mine = _started(service, children)  # a process of ours that never listens
+        assert service.listener(mine) is False
+        assert f"held by another program (uid 65534), not the sleeper (pid {mine})" in (
+            service.port_taken(mine) or ""
+        )
+
+
 def test_a_gone_pid_is_stale(tmp_path):
     service = _service(tmp_path / "home")
     service.pid_file.write_text("999999999\n")
@@ -140,13 +172,49 @@ def test_a_gone_pid_is_stale(tmp_path):
 
 def test_our_process_whose_pid_file_was_lost_is_adopted(tmp_path, children):
     service = _service(tmp_path / "home")
-    pid = _started(service, children)
+    pid = _started(service, children, LISTENER)
     service.pid_file.unlink()
     assert service.pid() == pid and not service.pid_file.exists()  # no `say`: no side effect
     said: list[str] = []
     assert service.pid(said.append) == pid
     assert said == [f"note: adopting the sleeper pid {pid}, which had lost its pid file"]
     assert service.pid_file.read_text() == f"{pid}\n"
+
+
+def test_a_process_of_ours_naming_our_home_but_not_holding_its_port_is_never_adopted(
+    tmp_path, children
+):
+    """A command line is text: `grep -- --home=<home>`, or a JVM of this home that is not
+    the one listening, carries the marks too. Only the process holding the saved port's
+    listening socket is this home's service."""
+    service = _service(tmp_path / "home")
+    named = _foreign(children, *service.marks)  # our uid, every mark, no socket
+    assert service.is_ours(named)
+    said: list[str] = []
+    assert service.pid(said.append) is None and said == []
+    with impostor(service.port()):  # the port is held, by another process
+        assert service.pid(said.append) is None and said == []
+    assert service.kill() is None and alive(named)
+
+
+def test_what_answers_on_the_port_is_the_service_only_when_its_process_holds_the_socket(
+    tmp_path, children
+):
+    service = _service(tmp_path / "home")
+    pid = _started(service, children)  # ours by pid file, listening on nothing
+    assert service.listener(pid) is None and service.port_taken(pid) is None  # still starting
+    with impostor(service.port()):
+        assert service.listener(pid) is False and not service.serves(pid)
+        assert service.port_taken(pid) == (
+            f"127.0.0.1:{service.port()} is held by another program (uid {os.getuid()}), not "
+            f"the sleeper (pid {pid}): stop that program, then start the sleeper again"
+        )
+    service = _service(tmp_path / "home2")
+    pid = _started(service, children, LISTENER)
+    assert service.listener(pid) is True and service.serves(pid)
+    assert service.port_taken(pid) is None
+    service.home.joinpath("port").write_text(f"{any_free_port()}\n")  # another port: not it
+    assert service.listener(pid) is None and not service.serves(pid)
 
 
 def test_spawn_detaches_the_process_and_keeps_what_it_writes_private(tmp_path, children):

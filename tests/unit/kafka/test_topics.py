@@ -9,7 +9,10 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from framework.backfill.plan import backfill_topic_spec
 from framework.core.api import Computation
+from framework.core.declarations import internal_topic
+from framework.core.dedup import Dedup
 from framework.core.pipeline import (
     BoundedOutOfOrderness,
     InjectorWatermark,
@@ -125,6 +128,18 @@ def test_a_stream_named_like_an_internal_topic_is_refused():
     p.source("in")
     with pytest.raises(PipelineError, match=r"zg\.c\.dlq.*inside computation 'c'"):
         p.computation("c", Noop, inputs={"in": None}, outputs={"zg.c.dlq": None})
+
+
+def test_every_internal_topic_planned_is_known_as_one_and_no_stream_is():
+    """What `Pipeline` refuses to write (another pipeline's internal topics) is recognised
+    from the name alone: every kind of internal topic a plan holds, dedup ids and backfill
+    plans included; a new kind that the pattern misses fails here."""
+    p = zeitgeist()
+    p.computation("dedup", Noop, inputs={"clicks": key_by("u")}, dedup=Dedup())
+    topics = [*pipeline_topics(p), backfill_topic_spec(p["dedup"])]
+    assert {t.kind for t in topics} >= {"changelog", "timers", "ids", "by-key", "dlq", "backfill"}
+    for topic in topics:
+        assert (internal_topic(topic.name) is None) == (topic.kind == "stream"), topic.name
 
 
 def test_existing_topics_that_cannot_serve_name_the_fix():

@@ -4,9 +4,13 @@ streams and watermark channel alone; DELETE only with allow_reset; never host `*
 
 from __future__ import annotations
 
+from copy import deepcopy
+from dataclasses import replace
+
 import pytest
 
 from framework.cli.acls import local_address
+from framework.core.pipeline import InjectorWatermark, PipelineError, Source
 from framework.kafka.config import reader_group
 from framework.kafka.topics import pipeline_topics
 from framework.ops.acls import computation_acls, injector_acls, pipeline_acls
@@ -91,6 +95,24 @@ def test_an_injector_writes_only_its_streams_and_its_watermark_channel():
         if spec.kind in ("changelog", "timers"):
             assert not _allowed(acls, "TOPIC", spec.name, "WRITE")
     assert _allowed(acls, "TRANSACTIONAL_ID", "zeitgeist.query-generator.injector-0", "WRITE")
+
+
+def test_write_is_never_granted_on_a_topic_named_like_an_internal_one():
+    """Defence in depth: `Pipeline` refuses such an output at declaration; a declaration
+    changed after it was checked is refused again here, never granted."""
+    wc = build("wc", "wc-")
+    spec = wc["count-words"]
+    wc.computations["count-words"] = replace(spec, outputs={"billing.count.changelog": None})
+    with pytest.raises(PipelineError, match=r"refusing to grant Write on 'billing\.count\."):
+        computation_acls(wc, "count-words", "User:c", host=HOST)
+    with pytest.raises(PipelineError, match="named like the changelog of 'count'"):
+        pipeline_acls(wc, "User:job")
+    zg = deepcopy(zeitgeist)
+    zg.sources["wc.split-words.timers"] = Source(
+        "wc.split-words.timers", None, InjectorWatermark("query-generator")
+    )
+    with pytest.raises(PipelineError, match=r"Write on 'wc\.split-words\.timers'.*the timers"):
+        injector_acls(zg, "query-generator", "User:i", host=HOST)
 
 
 def test_delete_only_with_allow_reset_and_only_on_the_own_prefix():

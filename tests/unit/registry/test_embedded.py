@@ -4,6 +4,8 @@ Apicurio's JVM; the real registry runs in tests/integration/test_registry.py."""
 
 from __future__ import annotations
 
+import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ from framework.registry import embedded
 from framework.registry.embedded import Registry
 from framework.registry.readiness import answers
 from framework.registry.settings import RegistryError, api_url
+from tests.support_impostor import end
 
 FAKES = Path(__file__).with_name("fakes.py")
 TIMEOUT_S = 60.0
@@ -91,6 +94,35 @@ def test_a_registry_whose_port_file_was_lost_is_replaced(registry):
     registry.port_file.unlink()
     new = registry.start(timeout=TIMEOUT_S, say=lambda _: None)
     assert new.started and new.pid != old and not alive(old)
+
+
+def test_another_program_answering_on_its_port_is_not_taken_for_the_registry(registry, monkeypatch):
+    """Another program takes the port while the JVM starts and answers `GET /subjects` as the
+    registry would: the start fails in one line naming it (its JVM stopped, that program never
+    signalled), the status does not give its URL, and the next start moves to a free port."""
+    monkeypatch.setenv("FAKE_REGISTRY_IMPOSTOR", "1")
+    port = int(os.environ["LOGWHEEL_REGISTRY_PORT"])
+    try:
+        with pytest.raises(RegistryError) as refused:
+            registry.start(timeout=TIMEOUT_S, say=lambda _: None)
+        impostor = int((registry.home / "impostor.pid").read_text())
+        assert answers(api_url(port))  # what a check of the answer alone would take for it
+        message = str(refused.value)
+        assert re.fullmatch(
+            rf"127\.0\.0\.1:{port} is held by another program \(uid {os.getuid()}\), not the "
+            r"registry \(pid \d+\): stop that program, then start the registry again",
+            message,
+        ), message
+        assert registry.running_pid() is None and alive(impostor)
+        assert registry.status() is None
+        monkeypatch.delenv("FAKE_REGISTRY_IMPOSTOR")
+        said: list[str] = []
+        again = registry.start(timeout=TIMEOUT_S, say=said.append)
+        assert again.started and registry.port() != port and registry.status() == again.address
+        assert f"port {port} (LOGWHEEL_REGISTRY_PORT) is taken" in said[0]
+    finally:
+        if (registry.home / "impostor.pid").exists():
+            end(int((registry.home / "impostor.pid").read_text()))
 
 
 def test_a_stale_pid_file_is_removed_and_said(tmp_path):
