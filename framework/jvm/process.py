@@ -19,11 +19,12 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
+
+import psutil
 
 from framework.errors import ConfigurationError
 from framework.private_files import private_dir
@@ -142,50 +143,26 @@ def accepts(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-LISTEN = "0A"
-"""A listening socket's state in /proc/net/tcp (TCP_LISTEN)."""
-SOCKET_TABLES = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
-"""IPv4 and IPv6 sockets: a JVM binds 127.0.0.1 as the IPv4-mapped ::ffff:127.0.0.1."""
+def listeners(port: int) -> list[int | None]:
+    """The holders (pids) of the sockets listening where a connection to 127.0.0.1:`port`
+    lands: bound to 127.0.0.1 or a wildcard address, in IPv4 or IPv6-mapped form (a JVM binds
+    127.0.0.1 as ::ffff:127.0.0.1). None for a holder the kernel does not name: another
+    user's, when we are not root."""
+    return [
+        conn.pid
+        for conn in psutil.net_connections(kind="tcp")
+        if conn.status == psutil.CONN_LISTEN
+        and conn.laddr.port == port
+        and _reaches_loopback(conn.laddr.ip)
+    ]
 
 
-def listeners(port: int, tables: tuple[Path, ...] = SOCKET_TABLES) -> dict[int, int]:
-    """The sockets listening where a connection to 127.0.0.1:`port` lands (127.0.0.1 or a
-    wildcard address, in IPv4 or IPv6-mapped form), by inode, each with its owner's uid."""
-    found: dict[int, int] = {}
-    for table in tables:
-        try:
-            rows = table.read_text().splitlines()[1:]
-        except OSError:
-            continue  # no IPv6 on this machine
-        for row in rows:
-            fields = row.split()
-            address, _, hex_port = fields[1].partition(":")
-            if fields[3] == LISTEN and int(hex_port, 16) == port and _reaches_loopback(address):
-                found[int(fields[9])] = int(fields[7])
-    return found
-
-
-def _reaches_loopback(hex_address: str) -> bool:
-    """Whether a socket bound to this address (as /proc/net/tcp writes it: 32-bit words in
-    the machine's byte order) receives connections to 127.0.0.1."""
-    words = [hex_address[i : i + 8] for i in range(0, len(hex_address), 8)]
-    raw = b"".join(int(word, 16).to_bytes(4, sys.byteorder) for word in words)
-    ip = ipaddress.ip_address(raw)
+def _reaches_loopback(address: str) -> bool:
+    """Whether a socket bound to `address` receives connections to 127.0.0.1."""
+    ip = ipaddress.ip_address(address.partition("%")[0])
     if isinstance(ip, ipaddress.IPv6Address):
         ip = ip.ipv4_mapped or ip
     return ip.is_unspecified or ip == ipaddress.IPv4Address("127.0.0.1")
-
-
-def socket_inodes(pid: int) -> set[int]:
-    """The inodes of the sockets `pid` holds open (none if its descriptors cannot be read)."""
-    inodes = set()
-    with contextlib.suppress(OSError):
-        for fd in os.scandir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                target = os.readlink(fd.path)
-                if target.startswith("socket:["):
-                    inodes.add(int(target[8:-1]))
-    return inodes
 
 
 # -- state files --------------------------------------------------------------------------

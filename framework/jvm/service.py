@@ -40,7 +40,6 @@ from framework.jvm.process import (
     listeners,
     owner,
     read_number,
-    socket_inodes,
     wait_exit,
 )
 from framework.private_files import PRIVATE_UMASK
@@ -118,10 +117,10 @@ class Service:
         """Who listens on 127.0.0.1 at this service's port: `pid` (True), another program
         (False), or nothing yet (None: a JVM still starting, or no port saved)."""
         port = self.port()
-        found = listeners(port) if port else {}
-        if not found:
+        holders = listeners(port) if port else []
+        if not holders:
             return None
-        return found.keys() <= socket_inodes(pid)
+        return all(holder == pid for holder in holders)
 
     def serves(self, pid: int) -> bool:
         """Whether what answers on this service's port is `pid`, this service's process."""
@@ -133,9 +132,9 @@ class Service:
         if self.listener(pid) is not False:
             return None
         port = self.port()
-        uids = sorted(set(listeners(port or 0).values()))
+        others = sorted({str(h) for h in listeners(port or 0) if h is not None and h != pid})
         return (
-            f"127.0.0.1:{port} is held by another program (uid {', '.join(map(str, uids))}), "
+            f"127.0.0.1:{port} is held by another program (pid {', '.join(others) or 'unknown'}), "
             f"not {self.name} (pid {pid}): stop that program, then start {self.name} again"
         )
 

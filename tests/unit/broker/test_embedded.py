@@ -175,7 +175,7 @@ def test_another_program_on_its_port_is_not_taken_for_the_running_broker(home, c
     with impostor(port) as other:
         assert broker.running_pid() == pid and process.accepts(port)
         assert broker.status() is None
-        rule = rf"127\.0\.0\.1:{port} is held by another program \(uid {os.getuid()}\), not "
+        rule = rf"127\.0\.0\.1:{port} is held by another program \(pid {other}\), not "
         rule += rf"the broker \(pid {pid}\): stop that program, then start the broker again"
         with pytest.raises(BrokerError, match=f"^{rule}$"):
             broker.start(timeout=60, say=lambda _: None)

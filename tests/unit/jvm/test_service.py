@@ -146,7 +146,7 @@ def test_another_users_process_holding_our_port_and_naming_our_home_is_never_ado
     tmp_path, children
 ):
     """Marks and the saved port, all but the uid: by pid file or as an orphan, it is not
-    ours, and what answers on the port is named as another program, with its uid."""
+    ours, and what answers on the port is named as another program, with its pid."""
     service = _service(tmp_path / "home")
     with impostor(service.port(), *service.marks, user=65534) as other:
         assert all(mark in argv(other) for mark in service.marks)
@@ -157,7 +157,7 @@ def test_another_users_process_holding_our_port_and_naming_our_home_is_never_ado
         assert service.kill() is None and alive(other)
         mine = _started(service, children)  # a process of ours that never listens
         assert service.listener(mine) is False
-        assert f"held by another program (uid 65534), not the sleeper (pid {mine})" in (
+        assert f"held by another program (pid {other}), not the sleeper (pid {mine})" in (
             service.port_taken(mine) or ""
         )
 
@@ -203,10 +203,10 @@ def test_what_answers_on_the_port_is_the_service_only_when_its_process_holds_the
     service = _service(tmp_path / "home")
     pid = _started(service, children)  # ours by pid file, listening on nothing
     assert service.listener(pid) is None and service.port_taken(pid) is None  # still starting
-    with impostor(service.port()):
+    with impostor(service.port()) as other:
         assert service.listener(pid) is False and not service.serves(pid)
         assert service.port_taken(pid) == (
-            f"127.0.0.1:{service.port()} is held by another program (uid {os.getuid()}), not "
+            f"127.0.0.1:{service.port()} is held by another program (pid {other}), not "
             f"the sleeper (pid {pid}): stop that program, then start the sleeper again"
         )
     service = _service(tmp_path / "home2")

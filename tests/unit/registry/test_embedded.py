@@ -109,7 +109,7 @@ def test_another_program_answering_on_its_port_is_not_taken_for_the_registry(reg
         assert answers(api_url(port))  # what a check of the answer alone would take for it
         message = str(refused.value)
         assert re.fullmatch(
-            rf"127\.0\.0\.1:{port} is held by another program \(uid {os.getuid()}\), not the "
+            rf"127\.0\.0\.1:{port} is held by another program \(pid {impostor}\), not the "
             r"registry \(pid \d+\): stop that program, then start the registry again",
             message,
         ), message
