@@ -22,6 +22,8 @@ change, and what it files there is collected as genuine time passes, like any ot
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from framework.core.declarations import BoundedOutOfOrderness
 from framework.core.pipeline import Pipeline
 from framework.errors import FutureRecord
@@ -40,6 +42,13 @@ def future_limit(policy: BoundedOutOfOrderness, wall: int) -> int:
     """The latest timestamp a record may carry at wall time `wall` (ms), and the time one
     stamped beyond it is filed under."""
     return wall + policy.max_future_ms
+
+
+def future_limits(pipeline: Pipeline, streams: Iterable[str], wall: int) -> dict[str, int]:
+    """`future_limit` at `wall` of each of `streams` held to an allowance, by name (a source's
+    topic is its name)."""
+    policies = {s: p for s in streams if (p := future_policy(pipeline, s)) is not None}
+    return {s: future_limit(p, wall) for s, p in policies.items()}
 
 
 def future_error(policy: BoundedOutOfOrderness, timestamp: int) -> FutureRecord:
