@@ -338,9 +338,9 @@ def end_watermark(
     """The computation's input watermark once it has read the whole range, as streaming
     would compute it: per input, the minimum over its partitions that carry records within
     the skew allowance (`max_timestamps` holds only those; any other is idle) of the highest
-    timestamp less the bound (`BoundedOutOfOrderness`), or
-    what the writers' marks on their channels promise for the end of the range (injectors,
-    upstream computations). None when some input's watermark is never known."""
+    timestamp less the bound (`BoundedOutOfOrderness`), or what the writers' marks on their
+    channels promise for the end of the range (injectors, upstream computations). None when
+    some input's watermark is never known."""
     reader = reader_group(spec.group)
     allowance_ms = pipeline_allowance(pipeline)
     marks: dict[str, list] = {}  # channel -> its marks, each channel read once
