@@ -10,13 +10,16 @@ a restore from the changelog would see it). So what passes here behaves the same
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from framework.core.api import Record, Timer
+from framework.core.clock import now_ms
 from framework.core.context import copy_json, production_id
 from framework.core.dead_letters import ErrorPolicy, reason_of
 from framework.core.dedup import MemoryIdBackend
 from framework.core.executor import Executor
+from framework.core.future_records import future_error, future_limit, future_policy
 from framework.core.keyed_state import MemoryStateBackend
 from framework.core.percentile import percentile_watermark
 from framework.core.pipeline import ComputationSpec, Pipeline
@@ -77,6 +80,10 @@ class Harness:
     Every call commits (state and timer changes become the committed baseline), so `state`,
     a restart (`restart()`) and the next call all see what Kafka would have made durable.
     The processing-time clock starts at 0 and moves only through `advance_processing_time`.
+    A record of a source stamped beyond its `max_future_ms` is judged against `wall` (the
+    wall clock, as on Kafka; a test may replace it) and filed as there
+    (core/future_records.py): counted in `future_records`, dead-lettered or processed at wall
+    time plus the allowance.
     """
 
     def __init__(self, pipeline: Pipeline, computation_name: str) -> None:
@@ -93,6 +100,8 @@ class Harness:
         self._ids = itertools.count()
         self._tables = {name: MemoryTable() for name in self.spec.tables}
         self._upstream: dict[tuple[str, int], tuple[int, float]] = {}  # -> (watermark, rate)
+        self.wall: Callable[[], int] = now_ms
+        self.future_records = 0
         self.executor = self._new_executor()
 
     def _new_executor(self) -> Executor:
@@ -130,6 +139,15 @@ class Harness:
         value = self._decoders[stream](self._encoders[stream](value))
         if record_id is None:
             record_id = production_id("harness", stream, next(self._ids))
+        policy = future_policy(self.pipeline, stream)
+        if policy is not None and timestamp > (limit := future_limit(policy, self.wall())):
+            self.future_records += 1
+            if policy.on_future == "dead_letter":
+                record = Record(key, value, timestamp, stream, record_id)
+                self._collector.dead_letter(record, future_error(policy, timestamp), "future")
+                self._commit()
+                return
+            timestamp = limit
         record = Record(key, value, timestamp, stream, record_id)
         if inp.key is not None:
             try:

@@ -68,7 +68,9 @@ from framework.backfill.plan import (
 from framework.backfill.session import spark_version
 from framework.backfill.task import TaskSettings, run_task
 from framework.core.api import MIN_TIME
+from framework.core.clock import now_ms
 from framework.core.forgery import pipeline_allowance
+from framework.core.future_records import future_limits
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import Mark, encode_mark, naming_all, task_producer
 from framework.kafka.config import client_config, consumer_config, producer_config
@@ -229,7 +231,9 @@ def _make_plan(
         consumer.close()
     lag = lag_of(pipeline, spec)
     bounded = _bounded(pipeline, spec)
-    highs = max_timestamps(spark, ranges, bootstrap, kafka) if bounded else {}
+    wall = now_ms()  # the plan's wall time: what is from the future is so for all its tasks
+    limits = future_limits(pipeline, [i.stream for i in spec.inputs], wall)
+    highs = max_timestamps(spark, ranges, bootstrap, kafka, limits) if bounded else {}
     starts, _ = start_watermarks(bootstrap, spec, kafka)
     end = end_watermark(pipeline, spec, ranges, highs, bootstrap, kafka)
     return Plan(
@@ -245,6 +249,7 @@ def _make_plan(
         start_watermarks=starts,
         end_watermark=end,
         lag=lag,
+        created_at=wall,
     )
 
 
@@ -272,6 +277,7 @@ def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, boot
         start_watermark=plan.start_watermark,
         end_watermark=plan.end_watermark,
         lag=plan.lag,
+        wall=plan.created_at,
     )
 
     with _Progress(spark, plan, enabled=progress):

@@ -26,17 +26,23 @@ log = logging.getLogger(__name__)
 
 
 def max_timestamps(
-    spark: Any, ranges: tuple[Range, ...], bootstrap: str, kafka: dict
+    spark: Any, ranges: tuple[Range, ...], bootstrap: str, kafka: dict, limits: dict[str, int]
 ) -> dict[tuple[str, int], int]:
-    """The highest record timestamp per topic-partition over the range (one Spark job that
-    reads only timestamps, no Python)."""
+    """The highest record timestamp per topic-partition over the range, leaving out those
+    beyond their topic's skew allowance (`limits`: topic -> latest timestamp, as
+    `future_records.future_limit` gives it) as streaming's watermark does; a partition with
+    none left is absent (one Spark job that reads only timestamps, no Python)."""
     from pyspark.sql import functions as F
 
     frame = read(spark, ranges, bootstrap, kafka)
     if frame is None:
         return {}
-    rows = frame.groupBy("topic", "partition").agg(F.max(F.unix_millis("timestamp")).alias("m"))
-    return {(r["topic"], r["partition"]): r["m"] for r in rows.collect()}
+    ts, limit = F.unix_millis("timestamp"), F.lit(2**63 - 1)
+    for topic, at in limits.items():
+        limit = F.when(F.col("topic") == topic, F.lit(at)).otherwise(limit)
+    high = F.max(F.when(ts <= limit, ts)).alias("m")
+    rows = frame.groupBy("topic", "partition").agg(high).collect()
+    return {(r["topic"], r["partition"]): r["m"] for r in rows if r["m"] is not None}
 
 
 def read(spark: Any, ranges: Iterable[Range], bootstrap: str, kafka: dict) -> Any:

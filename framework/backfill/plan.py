@@ -336,10 +336,11 @@ def end_watermark(
     kafka: dict | None,
 ) -> int | None:
     """The computation's input watermark once it has read the whole range, as streaming
-    would compute it: per input, the minimum over its partitions that carry records (an
-    empty one is idle) of the highest timestamp less the bound (`BoundedOutOfOrderness`), or
-    what the writers' marks on their channels promise for the end of the range (injectors,
-    upstream computations). None when some input's watermark is never known."""
+    would compute it: per input, the minimum over its partitions that carry records within
+    the skew allowance (`max_timestamps` holds only those; any other is idle) of the highest
+    timestamp less the bound (`BoundedOutOfOrderness`), or what the writers' marks on their
+    channels promise for the end of the range (injectors, upstream computations). None when
+    some input's watermark is never known."""
     reader = reader_group(spec.group)
     allowance_ms = pipeline_allowance(pipeline)
     marks: dict[str, list] = {}  # channel -> its marks, each channel read once
@@ -355,10 +356,11 @@ def end_watermark(
         mine = [r for r in ranges if r.stream == i.stream]
         source = pipeline.sources.get(i.stream)
         if source is not None and isinstance(source.watermark, BoundedOutOfOrderness):
-            highs = [max_timestamps[(r.topic, r.partition)] for r in mine if r.end > r.start]
-            if highs:  # no further than a record stamped now, as streaming holds it
-                high = min(min(highs), now_ms() + source.watermark.max_future_ms)
-                per_input.append(high - source.watermark.ms)
+            # a partition with no record within the skew allowance is idle, as in streaming
+            highs = [max_timestamps.get((r.topic, r.partition)) for r in mine if r.end > r.start]
+            highs = [high for high in highs if high is not None]
+            if highs:
+                per_input.append(min(highs) - source.watermark.ms)
             continue
         if source is not None and source.watermark is None:
             return None

@@ -27,9 +27,11 @@ from confluent_kafka.admin import AdminClient
 
 from framework.backfill.plan import done_key, read_backfill_topic
 from framework.core.api import EVENT, Record
+from framework.core.clock import now_ms
 from framework.core.dead_letters import ErrorPolicy, reason_class
 from framework.core.dedup import MemoryIdBackend, Segment
 from framework.core.executor import Executor
+from framework.core.future_records import future_error, future_limits, future_policy
 from framework.core.keyed_state import MemoryStateBackend
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.timers import MemoryTimerBackend, decode_timer, encode_timer, timer_key
@@ -161,6 +163,7 @@ class TaskSettings:
     start_watermark: int
     end_watermark: int | None
     lag: int
+    wall: int | None = None  # the plan's wall time, what is from the future is judged by
 
 
 def run_task(settings: TaskSettings, index: int, rows: Iterator[Any]) -> str:
@@ -216,6 +219,14 @@ class _TaskRun:
         self.partition_of: dict[str, int] = {}
         self.records_in = 0
         self.keys: set[str] = set()
+        # sources read as written, held to a skew allowance: topic -> (limit, policy)
+        wall = now_ms() if settings.wall is None else settings.wall
+        self.future = {
+            topic: (limit, future_policy(settings.pipeline, topic))
+            for topic, limit in future_limits(
+                settings.pipeline, [i.stream for i in spec.inputs], wall
+            ).items()
+        }
 
     def run(self, rows: Iterator[Any]) -> dict:
         s, executor, dead_letter = self.s, None, self.output.dead_letter
@@ -249,6 +260,8 @@ class _TaskRun:
             value = None if value is None else bytes(value)
             headers = [(h[0], None if h[1] is None else bytes(h[1])) for h in headers or ()]
             source = Source(kafka_key, value, ts, topic, partition, offset, headers)
+            if topic in self.future and (ts := self._filed(ts, topic, source)) is None:
+                continue
             if kind == BAD:
                 stage, error_type, error = row[11:]
                 cause = type(error_type, (Exception,), {})(error)
@@ -270,6 +283,17 @@ class _TaskRun:
         if end is not None:
             executor.advance_watermark(end)
         return self._finish(executor)
+
+    def _filed(self, ts: int, topic: str, source: Source) -> int | None:
+        """The time a record of a source held to a skew allowance is filed under, as streaming
+        files it: its own, or the limit (core/future_records.py); None: dead-lettered."""
+        limit, policy = self.future[topic]
+        if ts <= limit:
+            return ts
+        if policy.on_future == "dead_letter":
+            self.output.dead_letter(None, future_error(policy, ts), "future", source)
+            return None
+        return limit
 
     def _executor(self) -> Executor:
         limit = self.collector.limits.of(self.s.spec.changelog).max_bytes

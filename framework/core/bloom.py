@@ -128,5 +128,10 @@ class Generations:
             self._last = None
 
     @property
+    def slices(self) -> int:
+        """How many slices of event time hold a generation (what the memory grows with)."""
+        return len(self._filters)
+
+    @property
     def bytes(self) -> int:
         return sum(len(b.bits) for b in self._all)

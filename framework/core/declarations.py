@@ -80,9 +80,10 @@ class BoundedOutOfOrderness:
     that pauses never turns its records late.
 
     A record stamped more than `max_future_ms` ahead of wall time (a producer with a wrong
-    clock, or a hostile one) moves the watermark no further than a record stamped now would,
-    and is counted in `logwheel_future_records_total`; it is processed as usual, or with
-    `on_future="dead_letter"` sent to the dead-letter topic (stage "future") instead."""
+    clock, or a hostile one) does not move the watermark at all and is counted in
+    `logwheel_future_records_total`; it is processed filed at wall time plus `max_future_ms`,
+    or with `on_future="dead_letter"` sent to the dead-letter topic (stage "future") instead
+    (core/future_records.py)."""
 
     ms: int
     idle_ms: int = 5_000

@@ -115,6 +115,11 @@ class SeenIds:
             for key, rid in segment.ids:
                 self._bloom.add(item_hash(key, rid), segment.start)
 
+    @property
+    def filter(self) -> Generations:
+        """The Bloom generations in front of the ids (their count and size, for a look)."""
+        return self._bloom
+
     def first_seen(self, key: str, rid: str) -> Probes | None:
         """`rid`'s hash if it was not seen for `key` (or was collected), None if it was."""
         h = probes_of(hash_bytes(f"{key}\x00{rid}"))  # item_hash, inlined: per record

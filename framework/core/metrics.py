@@ -88,7 +88,7 @@ UNDECODABLE = Counter(
 FUTURE_RECORDS = Counter(
     "logwheel_future_records",
     "Source records stamped further ahead of wall time than the source's max_future_ms: they "
-    "move its watermark no further than wall time (processed, or dead-lettered under "
+    "move no watermark (processed at wall time plus max_future_ms, or dead-lettered under "
     'on_future="dead_letter").',
     ["computation", "stream"],
 )

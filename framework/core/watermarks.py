@@ -148,7 +148,10 @@ class Unwatermarked(PartitionWatermark):
 class BoundedLateness(PartitionWatermark):
     """`BoundedOutOfOrderness` on one partition of a stream written from outside; once the
     partition is silent for `idle_ms`, it stops counting (idle), or, `live`, follows wall time
-    less the bound. A timestamp beyond wall time plus `max_future_ms` counts as wall time."""
+    less the bound. A record stamped beyond wall time plus `max_future_ms` is not seen at all
+    (core/future_records.py): it moves nothing and breaks no silence, so a partition that
+    carries only such records is idle like an empty one — it neither holds the watermark
+    back past `idle_ms` nor pushes it forward."""
 
     def __init__(
         self,
@@ -171,8 +174,8 @@ class BoundedLateness(PartitionWatermark):
         return self._wall() + self._max_future
 
     def observe(self, timestamp: int) -> None:
-        if timestamp > self._max_future + (wall := self._wall()):
-            timestamp = wall
+        if timestamp > self._max_future + self._wall():
+            return
         if self._max_ts is None or timestamp > self._max_ts:
             self._max_ts = timestamp
         self._last_seen = self._clock()

@@ -13,13 +13,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import Message
 
 from framework.core.api import MIN_TIME, Record
 from framework.core.dedup import Segment
 from framework.core.executor import Executor
+from framework.core.future_records import future_error
 from framework.core.metrics import FUTURE_RECORDS
 from framework.core.percentile import RecentRate, Unit, Weighted, percentile_watermark
 from framework.core.pipeline import Input
@@ -34,12 +35,25 @@ from framework.core.watermarks import (
     repartition_producer,
     task_producer,
 )
-from framework.errors import BadRecord, FutureRecord, Retry
+from framework.errors import BadRecord, Retry
 from framework.kafka.output import ComputationIO
 from framework.kafka.record_decoding import decode_record
 from framework.kafka.rekeying import rekey
 from framework.kafka.stream_codecs import stream_decoder
 from framework.state.store import TaskStore
+
+
+class Ahead(NamedTuple):
+    """What `InputPartition.future` finds in a run: the offsets of its records stamped beyond
+    the skew allowance, the largest timestamp of the others (None: not computed, or none),
+    and the allowance's limit, the time those records are filed under."""
+
+    far: frozenset[int]
+    top: int | None
+    limit: int
+
+
+NOT_AHEAD = Ahead(frozenset(), None, 0)
 
 
 @dataclass(eq=False)
@@ -63,30 +77,31 @@ class InputPartition:
         self.watermark.observe(msg.timestamp()[1])
 
     def consumed_run(self, msgs: list[Message], top: int | None = None) -> None:
-        """`consumed` for a run of this partition's records, in offset order (`top`: their
-        largest timestamp, if known)."""
+        """`consumed` for a run of this partition's records, in offset order (`top`: the
+        largest timestamp among them within the skew allowance, if known)."""
         self.position = msgs[-1].offset() + 1
         self.read += len(msgs)
         if self._observes:
             if top is None:
                 top = max(m.timestamp()[1] for m in msgs)
-            if self._bounded and top > self.watermark.future_limit():
-                for m in msgs:  # rare: each counts, the one from the future as wall time
-                    self.watermark.observe(m.timestamp()[1])
-            else:
-                self.watermark.observe(top)
+                if self._bounded and top > self.watermark.future_limit():
+                    for m in msgs:  # rare: the watermark leaves out those from the future
+                        self.watermark.observe(m.timestamp()[1])
+                    return
+            self.watermark.observe(top)
 
-    def future(self, msgs: list[Message]) -> tuple[set[int], int | None]:
-        """Offsets of the records of a run stamped beyond the source's skew allowance
-        (`BoundedOutOfOrderness.max_future_ms`; none but for such a source), and the run's
-        largest timestamp for `consumed_run` (None where not computed)."""
+    def future(self, msgs: list[Message]) -> Ahead:
+        """Which records of a run are stamped beyond the source's skew allowance
+        (`BoundedOutOfOrderness.max_future_ms`; none but for such a source)."""
         if not self._bounded:
-            return set(), None
+            return NOT_AHEAD
         top = max(m.timestamp()[1] for m in msgs)
         limit = self.watermark.future_limit()
         if top <= limit:
-            return set(), top
-        return {m.offset() for m in msgs if m.timestamp()[1] > limit}, top
+            return Ahead(frozenset(), top, limit)
+        far = frozenset(m.offset() for m in msgs if m.timestamp()[1] > limit)
+        within = [m.timestamp()[1] for m in msgs if m.offset() not in far]
+        return Ahead(far, max(within) if within else None, limit)
 
     def __post_init__(self) -> None:
         self.id_prefix = f"{self.topic}/{self.partition}/"
@@ -94,15 +109,16 @@ class InputPartition:
         self._observes = type(self.watermark).observe is not PartitionWatermark.observe
         self._bounded = isinstance(self.watermark, BoundedLateness)
 
-    def record(self, msg: Message) -> Record:
-        """The record `msg` carries; BadRecord (stage "decode") if its key, value or id
-        header cannot be read."""
+    def record(self, msg: Message, filed: int | None = None) -> Record:
+        """The record `msg` carries, at its timestamp or at `filed` (one from the future:
+        core/future_records.py); BadRecord (stage "decode") if its key, value or id header
+        cannot be read."""
         return decode_record(
             self.decode,
             self.stream,
             msg.key(),
             msg.value(),
-            msg.timestamp()[1],
+            msg.timestamp()[1] if filed is None else filed,
             msg.headers(),
             self.id_prefix,
             msg.offset(),
@@ -118,33 +134,32 @@ class Task:
         self.io = io
         self.published = MIN_TIME
 
-    def handle(self, msg: Message, inp: InputPartition) -> None:
+    def handle(self, msg: Message, inp: InputPartition, filed: int | None = None) -> None:
+        """Handle one record, at its timestamp or at `filed` (one from the future)."""
         raise NotImplementedError
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         """`handle` each of a run of records of one input partition, in offset order. A
         `Retry` raised here leaves `inp.position` at the first record not handled."""
-        far, _ = inp.future(msgs)
+        far, _, limit = inp.future(msgs)
         for msg in msgs:
-            if far and msg.offset() in far and self.from_future(msg, inp):
-                inp.consumed(msg)
+            if far and msg.offset() in far:
+                if self.from_future(msg, inp):
+                    inp.consumed(msg)
+                else:
+                    self.handle(msg, inp, limit)
             else:
                 self.handle(msg, inp)
 
     def from_future(self, msg: Message, inp: InputPartition) -> bool:
         """Count a record stamped beyond its source's skew allowance; True if it is not to be
         processed: under `on_future="dead_letter"` it is dead-lettered instead (else it is
-        processed as usual, its watermark held to wall time)."""
+        processed, filed under the allowance's limit; it moves no watermark)."""
         FUTURE_RECORDS.labels(self.io.spec.name, inp.stream).inc()
         policy = self.io.pipeline.sources[inp.stream].watermark
         if policy.on_future != "dead_letter":
             return False
-        error = FutureRecord(
-            "future",
-            f"timestamp {msg.timestamp()[1]} is more than max_future_ms={policy.max_future_ms} "
-            "ahead of wall time",
-        )
-        self.io.output.dead_letter(None, error, "future", msg)
+        self.io.output.dead_letter(None, future_error(policy, msg.timestamp()[1]), "future", msg)
         return True
 
     def tick(self) -> int:
@@ -224,12 +239,14 @@ class RepartitionTask(Task):
         decode = stream_decoder(io.pipeline, stream, io.registry)
         self.inputs = [InputPartition(stream, partition, stream, decode, watermark, channels)]
 
-    def handle(self, msg: Message, inp: InputPartition) -> None:
+    def handle(self, msg: Message, inp: InputPartition, filed: int | None = None) -> None:
+        # one from the future goes to the `.by-key` topic at the time it is filed under
         collector = self.io.collector
+        timestamp = msg.timestamp()[1] if filed is None else filed
         try:
             rekeyed = rekey(
                 self.input, self.target, collector.limits, inp.decode, msg.key(), msg.value(),
-                msg.timestamp()[1], msg.headers(), inp.id_prefix, msg.offset(),
+                timestamp, msg.headers(), inp.id_prefix, msg.offset(),
             )  # fmt: skip
         except BadRecord as error:
             self.io.output.dead_letter(None, error, error.stage, msg)
@@ -294,20 +311,23 @@ class KeyedTask(Task):
             spec, store, store, io.output, state_max_bytes=limit, tables=tables, ids=store
         )
 
-    def handle(self, msg: Message, inp: InputPartition) -> None:
-        self.handle_run([msg], inp)
+    def handle(self, msg: Message, inp: InputPartition, filed: int | None = None) -> None:
+        self.handle_run([msg], inp)  # it finds a record from the future and its time itself
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
         dead_letter, record, process = self.io.output.dead_letter, inp.record, self.executor.process
-        far, top = inp.future(msgs)
+        far, top, limit = inp.future(msgs)
         done = 0
         try:
             for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
-                if far and msg.offset() in far and self.from_future(msg, inp):
-                    continue
+                filed = None
+                if far and msg.offset() in far:
+                    if self.from_future(msg, inp):
+                        continue
+                    filed = limit
                 try:
-                    rec = record(msg)
+                    rec = record(msg, filed)
                 except BadRecord as error:
                     dead_letter(None, error, error.stage, msg)
                 else:

@@ -111,6 +111,31 @@ def test_count_stage_equals_a_streaming_run(kafka, tmp_path, spark):
     )
 
 
+def test_the_plans_highs_leave_out_records_beyond_the_skew_allowance(kafka, spark, create_topic):
+    """The end watermark follows streaming's (issue 38, finding 3): Spark's highest timestamp
+    per partition leaves out a record stamped beyond its source's allowance, and a partition
+    holding only such records has none (it is idle)."""
+    from confluent_kafka import Producer
+
+    from framework.backfill.frames import max_timestamps
+    from framework.backfill.plan import Range
+
+    topic = create_topic(partitions=2)
+    now = time.time_ns() // 1_000_000
+    producer = Producer({"bootstrap.servers": kafka})
+    for partition, ts in [(0, now - 300_000), (0, now + 3_000_000), (0, now - 299_000),
+                          (1, now + 3_000_000)]:  # fmt: skip
+        producer.produce(topic, b"{}", b"k", partition, timestamp=ts)
+    assert producer.flush(30) == 0
+    ranges = (Range(topic, 0, 0, 3, topic, True), Range(topic, 1, 0, 1, topic, True))
+    highs = max_timestamps(spark, ranges, kafka, {}, {topic: now + 300_000})
+    assert highs == {(topic, 0): now - 299_000}
+    assert max_timestamps(spark, ranges, kafka, {}, {}) == {
+        (topic, 0): now + 3_000_000,
+        (topic, 1): now + 3_000_000,
+    }
+
+
 WINDOWS_JOB = """
 from framework import InjectorWatermark, Pipeline, windows
 from jobs.zeitgeist.computations import query_key

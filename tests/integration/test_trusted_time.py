@@ -164,6 +164,67 @@ def test_records_stamped_far_ahead_are_dead_lettered_under_on_future_dead_letter
         assert b"max_future_ms=300000" in headers["logwheel.error"]
 
 
+def test_genuine_records_lagging_the_clock_stay_on_time_around_records_from_the_future(
+    kafka, tmp_path
+):
+    """Issue 38, finding 3, as a new user met it: 200 genuine records stamped five minutes in
+    the past, then one record per partition stamped 50 minutes ahead, then (once the first
+    ones' watermark is applied) 1,000 genuine records stamped 4m50s in the past, through a
+    re-keyed input with BoundedOutOfOrderness(ms=2000) and the default allowance. A record
+    beyond it moves no watermark at all, not even to wall time: every genuine record is
+    processed on time. Partition 3 carries only its record from the future: it is idle for
+    the watermark — it does not hold the first windows back (they close), nor push anything
+    forward (no window of the future records closes, nothing is late)."""
+    name = unique_name("lagging")
+    pipeline, t = windows_pipeline(name, key=key_by("k"), idle_ms=1000)
+    create_topics(kafka, pipeline)
+    producer = Producer({"bootstrap.servers": kafka})
+    channel = f"{name}.w.watermarks"
+
+    def latest_marks() -> dict:
+        return {m.producer: m for m in read_marks(kafka, channel, to_end=True)}
+
+    with running(pipeline, "w", kafka, tmp_path):
+        wait_for(lambda: len(latest_marks()) == 8, 60, what="every task to start")
+        t0 = now_ms()
+        for c in range(10):  # a trickle of 3 s: partitions 0-2 are live while 3 goes idle
+            batch = [(f"g{i % 20}", t0 - 300_000 + i, i % 3) for i in range(c * 20, c * 20 + 20)]
+            produce_json(producer, t["src"], batch)
+            time.sleep(0.3)
+        produce_json(producer, t["src"], [(f"f{p}", t0 + AHEAD_MS, p) for p in range(4)])
+
+        def applied() -> bool:  # every keyed task has seen the first records' watermark
+            tasks = [latest_marks().get(f"w/task/{p}") for p in range(4)]
+            return all(m is not None and m.input_watermark >= t0 - 302_000 for m in tasks)
+
+        wait_for(applied, 60, what="the first records' watermark")
+        t1 = now_ms()
+        lagging = [(f"g{i % 20}", t1 - 290_000 + i, i % 3) for i in range(1000)]
+        produce_json(producer, t["src"], lagging)
+
+        def read_all() -> tuple[list, list]:
+            seen = read_topic(kafka, t["seen"], to_end=True)
+            return seen, read_topic(kafka, t["late"], to_end=True)
+
+        wait_for(lambda: sum(map(len, read_all())) >= 1204, 60, what="every record processed")
+        seen, late = read_all()
+
+        def first_windows() -> list:  # the closed windows of the first 200 records
+            counts = json_values(read_topic(kafka, t["counts"], to_end=True))
+            return [c for c in counts if c["end"] <= t0 - 299_000 + WINDOW]
+
+        wait_for(lambda: sum(c["count"] for c in first_windows()) >= 200, 30,
+                 what="the first records' windows to close")  # fmt: skip
+        counts = json_values(read_topic(kafka, t["counts"], to_end=True))
+    assert not late, f"{len(late)} genuine records were late: {json_values(late)[:3]}"
+    keys = [v["key"] for v in json_values(seen)]
+    assert sorted(k for k in keys if k.startswith("g")) == sorted(f"g{i % 20}" for i in range(1200))
+    assert sorted(k for k in keys if k.startswith("f")) == [f"f{p}" for p in range(4)]
+    first = [c for c in counts if c["end"] <= t0 - 299_000 + WINDOW]
+    assert sum(c["count"] for c in first) == 200, "a first record counted twice"
+    assert not [c for c in counts if c["key"].startswith("f")], "a future window closed"
+
+
 # -- 2. forged marks and timer entries ----------------------------------------------------------
 
 

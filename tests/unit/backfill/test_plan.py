@@ -112,3 +112,14 @@ def test_a_stored_plan_that_logwheel_could_not_have_written_is_refused_naming_th
         Plan.from_json(json.dumps(doc).encode())
     with pytest.raises(PlanError, match="not one logwheel wrote"):
         Plan.from_json(b"[1, 2]")
+
+
+def test_a_partition_whose_records_are_all_beyond_the_allowance_is_idle_at_the_end():
+    """`max_timestamps` leaves such records out, so such a partition has no high: it neither
+    holds the end watermark back nor pushes it forward, as in streaming."""
+    pipeline = Pipeline("p").source("in", watermark=BoundedOutOfOrderness(ms=2_000))
+    pipeline.computation("count", Nothing, inputs={"in": None})
+    ranges = (Range("in", 0, 0, 10, "in", True), Range("in", 1, 0, 1, "in", True))
+    highs = {("in", 0): 50_000}  # partition 1 holds one record, from the future
+    assert end_watermark(pipeline, pipeline["count"], ranges, highs, "unused:1", None) == 48_000
+    assert end_watermark(pipeline, pipeline["count"], ranges[1:], {}, "unused:1", None) is None

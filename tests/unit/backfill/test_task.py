@@ -12,7 +12,7 @@ import pytest
 from framework.backfill.task import BAD, RECORD, TaskSettings, _TaskRun, route
 from framework.core.api import MIN_TIME, Computation
 from framework.core.dead_letters import reason_of
-from framework.core.pipeline import Pipeline, key_by
+from framework.core.pipeline import BoundedOutOfOrderness, Pipeline, key_by
 from framework.errors import BadRecord
 from framework.kafka.limits import TopicLimits
 from framework.kafka.rekeying import rekey
@@ -114,3 +114,37 @@ def test_under_on_error_skip_bad_records_are_counted_and_not_written(monkeypatch
     rows = [row(RECORD, "bob", 0, b"garbage"), row(BAD, "", 1, b"{}", (), ("key", "E", "e"))]
     summary, produced = run(monkeypatch, rows, "skip")
     assert summary["dead_letters"] == 2 and produced == []
+
+
+def test_a_record_stamped_beyond_the_allowance_is_filed_as_streaming_files_it(monkeypatch):
+    """Judged against the plan's wall time, so every attempt of a task judges alike: processed
+    at wall time plus the allowance (moving the watermark no further than that), or
+    dead-lettered at stage "future" under on_future="dead_letter"."""
+    wall = 1_700_000_000_000
+    for on_future in ("count", "dead_letter"):
+        pipeline = Pipeline("bf", partitions=2).source(
+            "in", watermark=BoundedOutOfOrderness(ms=0, max_future_ms=1_000, on_future=on_future)
+        )
+        pipeline.computation("c", Count, inputs={"in": key_by("user")}, outputs={"out": None})
+        settings = TaskSettings(pipeline, pipeline["c"], "plan", "", {}, None, "bf.backfill",
+                                MIN_TIME, 2**62, 0, wall=wall)  # fmt: skip
+        collector = fake_collector(monkeypatch)
+        rows = [
+            row(RECORD, "ann", 0, b'{"user": "ann"}'),
+            row(RECORD, "ann", 1, b'{"user": "ann"}'),
+        ]
+        rows[0] = (*rows[0][:2], wall + 1_000, *rows[0][3:])  # at the limit: its own time
+        rows[1] = (*rows[1][:2], wall + 3_000_000, *rows[1][3:])
+        summary = _TaskRun(settings, collector).run(iter(rows))
+        collector.flush()
+        produced = collector.producer.produced
+        out = [p[4] for p in produced if p[0] == "out"]
+        dead = [p for p in produced if p[0] == pipeline["c"].dlq]
+        if on_future == "count":
+            assert out == [wall + 1_000, wall + 1_000] and not dead
+        else:
+            assert out == [wall + 1_000] and summary["dead_letters"] == 1
+            assert (dead[0][4], headers_of(dead[0])["logwheel.error.stage"]) == (
+                wall + 3_000_000,
+                b"future",
+            )

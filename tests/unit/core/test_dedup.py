@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from framework import Computation, Dedup, Pipeline, PipelineError, windows
+from framework import BoundedOutOfOrderness, Computation, Dedup, Pipeline, PipelineError, windows
 from framework.errors import Retry
 from framework.testing import Harness
 
@@ -105,6 +105,36 @@ def test_a_duplicate_within_the_horizon_is_dropped_and_one_past_it_is_counted_ex
     h.send("clicks", "ann", {}, 1_000, record_id="a")
     assert h.state("ann") == {"n": 2}
     assert DEDUP_EXPIRED.labels("count")._value.get() == expired + 1
+
+
+def test_ids_of_records_stamped_far_ahead_keep_the_filter_bounded_and_are_collected():
+    """Issue 38, finding 2: each record stamped in a slice of its own far in the future took
+    a Bloom generation (~1 MiB at the default size) that no collection ever reached, rebuilt
+    at every start. Filed at wall time plus the source's allowance, 200 of them share what
+    one slice past the clock holds, are still deduplicated, and go once genuine time passes
+    that slice plus the horizon — across a restart too."""
+    horizon, wall = 3_600_000, 1_700_000_000_000
+    pipeline = Pipeline("clicks")
+    pipeline.source("clicks", watermark=BoundedOutOfOrderness(ms=0))
+    pipeline.computation(
+        "count", Clicks, inputs={"clicks": None}, outputs={"counts": None},
+        dedup=Dedup(horizon_ms=horizon),
+    )  # fmt: skip
+    h = Harness(pipeline, "count")
+    h.wall = lambda: wall
+    h.advance_watermark(wall - 60_000)
+    h.send("clicks", "ann", {}, wall - 1_000, record_id="genuine")
+    for i in range(200):  # each in a slice (a quarter of the horizon) of its own
+        h.send("clicks", "ann", {}, wall + (i + 1) * horizon, record_id=f"ahead-{i}")
+    ids = h.executor.ids
+    assert h.future_records == 200 and h.state("ann") == {"n": 201}
+    assert ids.filter.slices <= 2, f"{ids.filter.slices} generations for 201 ids"
+    h.restart()  # the filter is rebuilt from the held segments: no more of it
+    assert h.executor.ids.filter.slices <= 2
+    h.send("clicks", "ann", {}, wall + 7 * horizon, record_id="ahead-3")
+    assert h.duplicates == 1
+    h.advance_watermark(wall + 300_000 + horizon + horizon // 4)
+    assert h.executor.ids.filter.slices == 0 and not h._id_backend.held
 
 
 def test_a_record_to_be_retried_is_not_remembered():

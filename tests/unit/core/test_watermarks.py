@@ -96,18 +96,47 @@ def test_a_source_not_declared_live_holds_its_watermark_while_silent():
     assert source.value() == (None, True)
 
 
-def test_a_timestamp_beyond_the_allowance_moves_the_watermark_only_as_far_as_wall_time():
+def test_a_timestamp_beyond_the_allowance_does_not_move_the_watermark_at_all():
+    """Not even to wall time: genuine records that lag the clock by minutes stay on time."""
     wall = 1_700_000_000_000
     policy = BoundedOutOfOrderness(ms=100, max_future_ms=60_000)
     source = BoundedLateness(policy, Clock(), wall=lambda: wall)
     assert source.future_limit() == wall + 60_000
     source.observe(wall + 60_000)  # within the allowance: as before
     assert source.value() == (wall + 59_900, False)
-    late = BoundedLateness(policy, Clock(), wall=lambda: wall)
-    late.observe(wall + 50 * 60_000)  # fifty minutes ahead: counts as a record stamped now
-    assert late.value() == (wall - 100, False)
-    late.observe(wall - 10)
-    assert late.value() == (wall - 100, False)
+    lagging = BoundedLateness(policy, Clock(), wall=lambda: wall)
+    lagging.observe(wall - 300_000)  # genuine, five minutes behind the clock
+    lagging.observe(wall + 50 * 60_000)  # fifty minutes ahead: moves nothing
+    assert lagging.value() == (wall - 300_100, False)
+    lagging.observe(wall - 290_000)  # ten seconds later in genuine time: not late
+    assert lagging.value() == (wall - 290_100, False)
+
+
+def test_a_partition_with_only_records_beyond_the_allowance_is_idle_like_an_empty_one():
+    """It holds the low watermark back no longer than `idle_ms` (then the other partitions'
+    minimum rules), and never pushes it forward: its records break no silence."""
+    clock, wall = Clock(), 1_700_000_000_000
+    policy = BoundedOutOfOrderness(ms=100, idle_ms=2000)
+    genuine = BoundedLateness(policy, clock, wall=lambda: wall)
+    future = BoundedLateness(policy, clock, wall=lambda: wall)
+    assert future.value() == (None, False)  # silence counts from when reading starts
+    genuine.observe(wall - 300_000)
+    for i in range(20):
+        clock.now = i * 0.1
+        future.observe(wall + 3_000_000 + i)  # a steady flow of them
+        genuine.observe(wall - 300_000 + i)
+    assert combine([genuine.value(), future.value()]) == (None, False)  # as an empty one
+    clock.now = 2.0
+    assert future.value() == (None, True)
+    assert combine([genuine.value(), future.value()]) == (wall - 300_100 + 19, False)
+    future.observe(wall + 3_000_000)  # still idle: it is not activity
+    assert future.value() == (None, True)
+    live = BoundedLateness(BoundedOutOfOrderness(ms=100, idle_ms=2000, live=True), clock,
+                           wall=lambda: wall)  # fmt: skip
+    assert live.value() == (None, False)
+    live.observe(wall + 3_000_000)
+    clock.now = 4.0  # a live source's silent partition follows the clock, not the future
+    assert live.value() == (wall - 100, False)
 
 
 def test_a_writers_mark_names_every_partition_of_its_outputs():

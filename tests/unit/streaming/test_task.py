@@ -3,10 +3,14 @@ records go."""
 
 from __future__ import annotations
 
+import json
+
 from confluent_kafka import Message
 
 from framework.core.api import Computation, Timer
+from framework.core.clock import now_ms
 from framework.core.dead_letters import ErrorPolicy
+from framework.core.dedup import Dedup
 from framework.core.pipeline import BoundedOutOfOrderness, Pipeline, key_by
 from framework.core.timers import decode_timer
 from framework.core.watermarks import BoundedLateness, Published
@@ -133,3 +137,80 @@ def test_a_keyed_tasks_bad_records_are_dead_letters_of_the_messages_they_were_re
         (values[2], b"process_record", topic.encode(), b"2", b"t"),
     ]
     assert _told(dead[2])[1:] == (b"process_timer", b"", b"", None)
+
+
+# -- records stamped beyond the skew allowance (issue 38, findings 2 and 3) ---------------------
+
+
+class Stamps(Computation):
+    def process_record(self, ctx, record):
+        ctx.produce("out", {"ts": record.timestamp})
+
+
+def _future_io(monkeypatch, key=None, **policy) -> ComputationIO:
+    pipeline = (
+        Pipeline("fut", partitions=1)
+        .source("in", watermark=BoundedOutOfOrderness(ms=2_000, **policy))
+        .computation("c", Stamps, inputs={"in": key}, outputs={"out": None}, dedup=Dedup())
+    )
+    spec = pipeline["c"]
+    collector = fake_collector(monkeypatch)
+    counts = {"in": 1, spec.by_key("in"): 1}
+    return ComputationIO(pipeline, spec, collector, counts, ErrorPolicy(spec.group, "dead_letter"))
+
+
+def _stamped(offset: int, ts: int) -> Message:
+    return Message(topic="in", partition=0, offset=offset, key=b"k", value=b'{"user": "u"}',
+                   timestamp=(1, ts))  # fmt: skip
+
+
+def test_a_keyed_task_files_records_from_the_future_at_the_allowance_and_moves_no_watermark(
+    monkeypatch, tmp_path
+):
+    """200 records each stamped in a Dedup slice of its own far ahead, between genuine records
+    five minutes behind the clock: the watermark follows the genuine ones alone, and the
+    ahead ones are processed at wall time plus the allowance, so the id filter holds a
+    generation or two, not 200."""
+    io = _future_io(monkeypatch)
+    task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
+    [inp] = task.inputs
+    before = now_ms()
+    genuine = [_stamped(i, before - 300_000 + i) for i in range(5)]
+    ahead = [_stamped(5 + i, before + (i + 1) * 3_600_000) for i in range(200)]
+    task.handle_run(genuine + ahead[:100], inp)
+    task.handle_run(ahead[100:], inp)
+    after = now_ms()
+    assert inp.position == 205
+    assert inp.watermark.value() == (before - 300_000 + 4 - 2_000, False)
+    assert task.executor.ids.filter.slices <= 2, task.executor.ids.filter.slices
+    stamps = [json.loads(p[2])["ts"] for p in _sent(io) if p[0] == "out"]
+    assert stamps[:5] == [before - 300_000 + i for i in range(5)]
+    assert all(before + 300_000 <= ts <= after + 300_000 for ts in stamps[5:])
+    assert len(stamps) == 205
+
+
+def test_the_re_keying_task_writes_a_record_from_the_future_at_the_allowance(monkeypatch):
+    io = _future_io(monkeypatch, key=key_by("user"))
+    task = RepartitionTask(io, io.spec.inputs[0], 0)
+    [inp] = task.inputs
+    before = now_ms()
+    task.handle_run([_stamped(0, before - 1_000), _stamped(1, before + 3_000_000)], inp)
+    after = now_ms()
+    stamps = [p[4] for p in _sent(io) if p[0] == io.spec.by_key("in")]
+    assert stamps[0] == before - 1_000 and before + 300_000 <= stamps[1] <= after + 300_000
+    assert inp.watermark.value() == (before - 3_000, False)
+
+
+def test_under_on_future_dead_letter_neither_task_processes_it(monkeypatch, tmp_path):
+    for key in (None, key_by("user")):
+        io = _future_io(monkeypatch, key=key, on_future="dead_letter")
+        if key is None:
+            task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
+        else:
+            task = RepartitionTask(io, io.spec.inputs[0], 0)
+        [inp] = task.inputs
+        task.handle_run([_stamped(0, now_ms() + 3_000_000), _stamped(1, now_ms())], inp)
+        sent = _sent(io)
+        [dead] = [p for p in sent if p[0] == io.spec.dlq]
+        assert dict(dead[5])["logwheel.error.stage"] == b"future" and inp.position == 2
+        assert len([p for p in sent if p[0] in ("out", io.spec.by_key("in"))]) == 1
