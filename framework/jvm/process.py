@@ -148,13 +148,19 @@ def listeners(port: int) -> list[int | None]:
     lands: bound to 127.0.0.1 or a wildcard address, in IPv4 or IPv6-mapped form (a JVM binds
     127.0.0.1 as ::ffff:127.0.0.1). None for a holder the kernel does not name: another
     user's, when we are not root."""
-    return [
-        conn.pid
-        for conn in psutil.net_connections(kind="tcp")
-        if conn.status == psutil.CONN_LISTEN
-        and conn.laddr.port == port
-        and _reaches_loopback(conn.laddr.ip)
-    ]
+    for _ in range(2):
+        holders = [
+            conn.pid
+            for conn in psutil.net_connections(kind="tcp")
+            if conn.status == psutil.CONN_LISTEN
+            and conn.laddr.port == port
+            and _reaches_loopback(conn.laddr.ip)
+        ]
+        # psutil maps sockets to processes before it reads the socket table: a socket bound
+        # in between (a JVM starting) has no holder yet, and the next look names it.
+        if None not in holders:
+            break
+    return holders
 
 
 def _reaches_loopback(address: str) -> bool:
