@@ -219,3 +219,28 @@ def test_an_unknown_registry_setting_stops_the_start_in_one_line(kafka, tmp_path
     last = job.output().strip().splitlines()[-1]
     assert "unknown key 'basic.auth.pasword'" in last and "basic.auth.user.info" in last, last
     assert "hunter2" not in job.output()
+
+
+@pytest.mark.parametrize(
+    ("code", "file", "says"),
+    [  # the code names another origin than the file whose credentials these are
+        ("registry", "http://localhost:{port}", "names another registry than [registry] url"),
+        (None, "http://registry.example:8081", "would cross the network in clear"),
+    ],
+    ids=["another-origin", "plain-http"],
+)
+def test_registry_credentials_for_another_origin_or_in_clear_stop_the_start_in_one_line(
+    kafka, tmp_path, registry, code, file, says
+):
+    job_def = UniqueJob(kafka, tmp_path, FACTORY, "wirecred", registry if code else None)
+    config = tmp_path / "job.toml"
+    url = file.format(port=registry.rsplit(":", 1)[1])
+    config.write_text(f'[registry]\nurl = "{url}"\n"basic.auth.user.info" = "team:hunter2"\n')
+    job = job_def.job(computations=["double"], config=config)
+    job.env.pop("LOGWHEEL_SCHEMA_REGISTRY", None)
+    job.start()
+    wait_for(lambda: not job.alive(), 90, what="the job to refuse to start")
+    assert job.proc.returncode == 1, job.output()[-3000:]
+    last = job.output().strip().splitlines()[-1]
+    assert says in last and "basic.auth.user.info" in last, job.output()[-3000:]
+    assert "hunter2" not in job.output()
