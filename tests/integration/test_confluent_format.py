@@ -75,6 +75,50 @@ def test_a_job_reads_and_writes_what_confluent_kafkas_serializers_do(kafka, tmp_
     assert read_topic(kafka, f"{job_def.name}.double.dlq", to_end=True) == []
 
 
+ORDER = {  # another team's type, which the job's repository does not have
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "amount", "type": "double"},
+        {"name": "coupon", "type": ["null", "string"], "default": None},
+        {"name": "items", "type": {"type": "array", "items": "string"}},
+    ],
+}
+ORDERS = [
+    {"id": "o1", "amount": 9.5, "coupon": None, "items": ["tea"]},
+    {"id": "o2", "amount": 20.25, "coupon": "SPRING", "items": ["cup", "pot"]},
+]
+
+
+def test_a_source_without_a_schema_is_read_as_confluents_serializer_wrote_it(
+    kafka, tmp_path, registry
+):
+    """Finding 8 of issue 38: `pipeline.source("orders")` in a pipeline with a registry reads
+    what confluent-kafka's own AvroSerializer wrote, each value a dict as written; a JSON
+    source there says format="json" and stays JSON; a JSON output says so too."""
+    job_def = UniqueJob(kafka, tmp_path, "tests.integration.confluent_job:build_as_written",
+                        "aswritten", registry)  # fmt: skip
+    orders, notes = f"{job_def.prefix}orders", f"{job_def.prefix}notes"
+    client = SchemaRegistryClient({"url": registry})
+    _send(kafka, orders, [_serialize(client, orders, ORDER, order) for order in ORDERS])
+    _send(kafka, notes, [b'{"note":"hello","n":[1,2]}'])
+    job = job_def.job(computations=["seen"]).start()
+    try:
+        out = read_topic(kafka, f"{job_def.prefix}seen", expect=3, timeout=120)
+        assert job.alive(), job.output()[-3000:]
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+    seen = sorted((json.loads(m.value()) for m in out), key=json.dumps)
+    assert seen == sorted(
+        [{"stream": orders, "value": order} for order in ORDERS]
+        + [{"stream": notes, "value": {"note": "hello", "n": [1, 2]}}],
+        key=json.dumps,
+    )
+    assert read_topic(kafka, f"{job_def.name}.seen.dlq", to_end=True) == []
+
+
 def test_records_it_cannot_read_are_dead_lettered_with_their_reason(kafka, tmp_path, registry):
     job_def = UniqueJob(kafka, tmp_path, FACTORY, "wirebad", registry)
     words = f"{job_def.prefix}words"
