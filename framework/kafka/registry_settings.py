@@ -52,14 +52,11 @@ REGISTRY_ENV = "LOGWHEEL_SCHEMA_REGISTRY"
 """Environment variable naming the registry's URL (`[registry] url` and
 `Pipeline(name, registry=URL)` win)."""
 
-CLIENT_KEYS = (
+CREDENTIAL_KEYS = (
     "basic.auth.user.info",
-    "basic.auth.credentials.source",
-    "ssl.ca.location",
     "ssl.certificate.location",
     "ssl.key.location",
     "ssl.key.password",
-    "bearer.auth.credentials.source",
     "bearer.auth.token",
     "bearer.auth.logical.cluster",
     "bearer.auth.identity.pool.id",
@@ -68,6 +65,14 @@ CLIENT_KEYS = (
     "bearer.auth.scope",
     "bearer.auth.issuer.endpoint.url",
     "bearer.auth.issuer.endpoint.query",
+)
+"""Settings that say who the client is to the registry: they go only to `[registry] url`."""
+
+CLIENT_KEYS = (
+    *CREDENTIAL_KEYS,
+    "basic.auth.credentials.source",
+    "bearer.auth.credentials.source",
+    "ssl.ca.location",
     "proxy",
     "timeout",
     "max.retries",
@@ -76,22 +81,6 @@ CLIENT_KEYS = (
     "cache.capacity",
 )
 """confluent-kafka `SchemaRegistryClient` settings `[registry]` passes through."""
-
-CREDENTIAL_KEYS = (
-    "basic.auth.user.info",
-    "bearer.auth.token",
-    "bearer.auth.logical.cluster",
-    "bearer.auth.identity.pool.id",
-    "bearer.auth.client.id",
-    "bearer.auth.client.secret",
-    "bearer.auth.scope",
-    "bearer.auth.issuer.endpoint.url",
-    "bearer.auth.issuer.endpoint.query",
-    "ssl.certificate.location",
-    "ssl.key.location",
-    "ssl.key.password",
-)
-"""Settings that say who the client is to the registry: they go only to `[registry] url`."""
 
 LOOPBACK_NAMES = ("localhost",)
 """Host names taken as this machine (RFC 6761), beside loopback addresses (127/8, ::1)."""

@@ -123,24 +123,11 @@ def test_a_format_that_cannot_be_written_is_refused_at_declaration():
         )
     with pytest.raises(PipelineError, match="leave the schema out for JSON"):
         p.source("t", schema="wordcount.WordCount", format="json")
+    counted = {"inputs": {"s": None}, "aggregate": windows.Count(), "output": "w-out"}
+    one_second = windows.Tumbling(size_ms=1000)
     with pytest.raises(PipelineError, match="format='json' with schema"):
-        p.windowed(
-            "w",
-            inputs={"s": None},
-            window=windows.Tumbling(size_ms=1000),
-            aggregate=windows.Count(),
-            output="w-out",
-            output_schema="wordcount.WordCount",
-            output_format="json",
-        )
-    p.windowed(  # a window's JSON result in a pipeline with a registry says so
-        "w",
-        inputs={"s": None},
-        window=windows.Tumbling(size_ms=1000),
-        aggregate=windows.Count(),
-        output="w-out",
-        output_format="json",
-    )
+        p.windowed("w", window=one_second, **counted, output_schema="x.Y", output_format="json")
+    p.windowed("w", window=one_second, **counted, output_format="json")  # in a registry's too
     assert p.format_of("w-out", "http://r") == "json"
 
 
