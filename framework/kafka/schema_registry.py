@@ -45,7 +45,12 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from framework.errors import ConfigurationError, ServiceUnavailable
-from framework.kafka.registry_settings import REGISTRY_ENV, RegistrySettings, redact
+from framework.kafka.registry_settings import (
+    REGISTRY_ENV,
+    RegistrySettings,
+    check_transport,
+    redact,
+)
 from framework.serde.codecs import DecodeError, default_schemas
 from framework.serde.confluent import WireFormat
 
@@ -126,6 +131,7 @@ class Registry:
     ) -> None:
         assert settings.url is not None
         self.url = redact(settings.url.rstrip("/"))  # what messages show
+        check_transport(settings)  # however the settings were made: never in clear
         try:
             self.client = SchemaRegistryClient(
                 {**CLIENT_DEFAULTS, **dict(settings.client), "url": settings.url}

@@ -110,7 +110,7 @@ def test_secrets_are_expanded_from_the_environment_and_never_shown(monkeypatch):
     assert dict(settings.client)["basic.auth.user.info"] == f"team:{SECRET}"
     assert SECRET not in repr(settings) and "basic.auth.user.info" in repr(settings)
     # the client refuses a malformed user info: its message names the setting, not the value
-    bad = RegistrySettings("http://r:8081", (("basic.auth.user.info", SECRET),))
+    bad = RegistrySettings("https://r:8081", (("basic.auth.user.info", SECRET),))
     with pytest.raises(RegistryConfigurationError) as caught:
         Registry(bad)
     assert "basic.auth.user.info" in str(caught.value) and SECRET not in str(caught.value)
@@ -250,6 +250,9 @@ def test_a_tool_given_a_url_with_a_password_over_plain_http_refuses_it():
     with pytest.raises(ConfigurationError, match="in clear to http://r.example:8081"):
         at_url(f"http://team:{SECRET}@r.example:8081")
     assert at_url(f"https://team:{SECRET}@r.example:8081") is not None
+    # and a client is never made for such settings, however they were put together
+    with pytest.raises(ConfigurationError, match="in clear to http://r.example:8081"):
+        Registry(RegistrySettings("http://r.example:8081", (("bearer.auth.token", SECRET),)))
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "[::1]", "localhost"])
