@@ -137,7 +137,7 @@ def count_words(
     a `registry`, its output in the Confluent wire format; with `dedup`, deduplicating."""
     return (
         Pipeline(name, partitions=PARTITIONS, registry=registry)
-        .source(words)
+        .source(words, format="json")  # JSON words, registry or not
         .computation(
             "count-words",
             lambda: CountWords(counts),

@@ -5,10 +5,16 @@ It drives the same `Executor` as the Kafka task, with in-memory backends and col
 makes the same round trips the Kafka runtime makes: input and output values through the
 streams' serde, state through the state serde at every commit (each call starts from state as
 a restore from the changelog would see it). So what passes here behaves the same on Kafka.
+The formats are the pipeline's own (`Pipeline(name, registry=URL)`; the Harness asks no
+registry and reads no environment): a stream in the wire format with a schema round-trips
+through Avro with that schema, which decodes to the same values; a source in it without one
+(read as its writer wrote it on Kafka) is handed to the hook as given; an output in it without
+one is refused as `logwheel run` refuses it.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -17,6 +23,7 @@ from framework.core.api import Record, Timer
 from framework.core.clock import now_ms
 from framework.core.context import copy_json, production_id
 from framework.core.dead_letters import ErrorPolicy, reason_of
+from framework.core.declarations import check_wire_schema
 from framework.core.dedup import MemoryIdBackend
 from framework.core.executor import Executor
 from framework.core.future_records import future_error, future_limit, future_policy
@@ -42,19 +49,20 @@ class MemoryOutput:
     letters, under the computation's error policy. A value its schema rejects fails its hook
     call at stage "encode", as on Kafka."""
 
-    def __init__(self, spec: ComputationSpec) -> None:
+    def __init__(self, spec: ComputationSpec, pipeline: Pipeline | None = None) -> None:
         self.outputs: dict[str, list[Record]] = {stream: [] for stream in spec.outputs}
-        self._codecs = {
-            stream: (encoder_for(schema), decoder_for(schema))
+        self._trips = {
+            stream: round_trip(pipeline, stream, write=True)
+            if pipeline is not None
+            else _through(schema)
             for stream, schema in spec.outputs.items()
         }
         self._policy = ErrorPolicy(spec.group, spec.on_error)
         self.dead: list[DeadLetter] = []
 
     def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Record:
-        encode, decode = self._codecs[stream]
         try:
-            decoded = decode(encode(value))
+            decoded = self._trips[stream](value)
         except Exception as error:
             raise BadRecord("encode", f"output to {stream!r}: {error}", error) from error
         return Record(key, decoded, timestamp, stream, record_id)
@@ -68,6 +76,23 @@ class MemoryOutput:
     ) -> None:
         if self._policy.admit(stage, error):
             self.dead.append(DeadLetter(record, error, stage))
+
+
+def round_trip(pipeline: Pipeline, stream: str, write: bool = False) -> Callable[[Any], Any]:
+    """What a value of `stream` becomes through its codec on Kafka (see the module's
+    docstring); `write`: refuse a stream that `run` could not write (`check_wire_schema`)."""
+    schema = pipeline.schema_of(stream)
+    fmt = pipeline.format_of(stream, pipeline.registry)
+    if write:
+        check_wire_schema(stream, fmt, schema)
+    if fmt == "confluent" and schema is None:  # its writer's schema is not the pipeline's
+        return copy.deepcopy
+    return _through(schema)
+
+
+def _through(schema: str | None) -> Callable[[Any], Any]:
+    encode, decode = encoder_for(schema), decoder_for(schema)
+    return lambda value: decode(encode(value))
 
 
 class MemoryTable(dict):
@@ -90,12 +115,11 @@ class Harness:
         self.pipeline = pipeline
         self.spec = pipeline[computation_name]
         self._inputs = {i.stream: i for i in self.spec.inputs}
-        self._decoders = {s: decoder_for(pipeline.schema_of(s)) for s in self._inputs}
-        self._encoders = {s: encoder_for(pipeline.schema_of(s)) for s in self._inputs}
+        self._trips = {s: round_trip(pipeline, s) for s in self._inputs}
         self._state_backend = MemoryStateBackend()
         self._timer_backend = MemoryTimerBackend()
         self._id_backend = MemoryIdBackend()
-        self._collector = MemoryOutput(self.spec)
+        self._collector = MemoryOutput(self.spec, pipeline)
         self._now = 0
         self._ids = itertools.count()
         self._tables = {name: MemoryTable() for name in self.spec.tables}
@@ -136,7 +160,7 @@ class Harness:
             )
         if not isinstance(timestamp, int):
             raise TypeError(f"timestamp must be int milliseconds, got {type(timestamp).__name__}")
-        value = self._decoders[stream](self._encoders[stream](value))
+        value = self._trips[stream](value)
         if record_id is None:
             record_id = production_id("harness", stream, next(self._ids))
         policy = future_policy(self.pipeline, stream)

@@ -21,9 +21,11 @@ GUARANTEES = ("exactly_once", "at_least_once")
 ERROR_POLICIES = ("dead_letter", "skip", "stop")
 LATE_POLICIES = ("drop", "dead_letter")
 EMITS = ("final", "update")
-FORMATS = ("avro", "confluent")
-"""How a stream with a schema is written: Avro single-object encoding ("avro"), or the
-Confluent wire format against a Schema Registry ("confluent")."""
+FORMATS = ("avro", "confluent", "json")
+"""How a stream is written: Avro single-object encoding ("avro", with a schema), the Confluent
+wire format against a Schema Registry ("confluent": with a schema, or for a source read as
+its writers wrote it), or UTF-8 JSON ("json", without a schema: in a pipeline with a registry,
+a stream that names no format is in the wire format)."""
 SUBJECT_STRATEGIES = ("topic", "record", "topic_record")
 """Under which Schema Registry subject a writer registers a stream's schema: `<topic>-value`
 ("topic", Confluent's TopicNameStrategy, the default), the record's full name ("record",
@@ -246,9 +248,27 @@ def check_writable(stream: str, where: str) -> None:
         )
 
 
-def check_format(where: str, fmt: str | None) -> None:
+def check_format(where: str, fmt: str | None, schema: str | None = None) -> None:
+    """A format of `FORMATS`; "json" only for a stream without a schema."""
     if fmt is not None and fmt not in FORMATS:
         raise PipelineError(f"{where}: format={fmt!r}; use one of {FORMATS} (or leave it out)")
+    if fmt == "json" and schema is not None:
+        raise PipelineError(
+            f"{where}: format='json' with schema {schema!r}: a stream with a schema is Avro; "
+            "leave the schema out for JSON, or use format='avro' or 'confluent'"
+        )
+
+
+def check_wire_schema(stream: str, fmt: str, schema: str | None) -> None:
+    """Refuse, naming the fix, to write `stream` in the wire format ("confluent") without a
+    schema: a writer registers its schema, and JSON in a pipeline with a registry says so."""
+    if fmt == "confluent" and schema is None:
+        raise PipelineError(
+            f"stream {stream!r} is in the Confluent wire format (the pipeline has a Schema "
+            "Registry), which needs a schema to write: give it one, or keep it JSON with "
+            f"formats={{{stream!r}: 'json'}} (output_format='json' on a windowed computation, "
+            "format='json' on a source)"
+        )
 
 
 def check_subject_strategy(where: str, strategy: str | None) -> None:

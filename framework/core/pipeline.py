@@ -151,9 +151,10 @@ class Pipeline:
     name: str
     partitions: int = DEFAULT_PARTITIONS
     registry: str | None = None
-    """A Schema Registry's URL: every stream with a schema is then in the Confluent wire
-    format unless declared format="avro" (the runtime falls back to `[registry] url` in
-    --config, then LOGWHEEL_SCHEMA_REGISTRY)."""
+    """A Schema Registry's URL: every stream that names no format is then in the Confluent
+    wire format, with or without a schema (a source without one is read as its writers wrote
+    it); format="avro" keeps single-object encoding, format="json" JSON (the runtime falls back
+    to `[registry] url` in --config, then LOGWHEEL_SCHEMA_REGISTRY)."""
     sources: dict[str, Source] = field(default_factory=dict)
     computations: dict[str, ComputationSpec] = field(default_factory=dict)
     subject_strategy: str | None = None
@@ -176,15 +177,17 @@ class Pipeline:
         watermark: WatermarkPolicy | None = None,
         format: str | None = None,  # noqa: A002 - the contract's keyword
     ) -> Pipeline:
-        """Declare a stream written from outside the pipeline. `format="confluent"` reads it
-        in the Confluent wire format (resolved to `schema`, or as written without one)."""
+        """Declare a stream written from outside the pipeline. `format="confluent"` (the
+        default once the pipeline has a registry) reads it in the Confluent wire format
+        (resolved to `schema`, or as its writers wrote it without one); `format="json"` reads
+        JSON, registry or not."""
         check_stream(stream)
         check_outside(stream, self.internal_prefixes())
         if stream in self.sources:
             raise PipelineError(f"source {stream!r} is declared twice")
         if schema is not None:
             check_schema(schema)
-        check_format(f"source {stream!r}", format)
+        check_format(f"source {stream!r}", format, schema)
         if isinstance(watermark, InjectorWatermark):
             self._claim_prefix(f"injector {watermark.injector!r}", watermark.injector)
             check_writable(stream, f"injector {watermark.injector!r}: stream")
@@ -228,7 +231,8 @@ class Pipeline:
         record becomes: "dead_letter" (its dead-letter topic), "skip" (counted) or "stop".
         `tables` names compacted topics (name -> topic, e.g. another computation's changelog)
         the hooks read with `ctx.table(name)`, co-partitioned with the key space. `formats`
-        says how outputs with a schema are written (stream -> "confluent" or "avro").
+        says how outputs are written (stream -> "confluent" or "avro" with a schema, "json"
+        without one, for a pipeline with a registry).
         `low_watermark=Percentile(f)` fires timers on the time that upstream partitions holding
         a fraction f of the recent input have passed (default: the strict minimum).
         `dedup=Dedup(...)` drops records whose id was already seen for the same key."""
@@ -272,8 +276,8 @@ class Pipeline:
                     f"computation {name!r}: formats names {stream!r}, which is not one of its "
                     f"outputs {sorted(outputs)}"
                 )
-            check_format(f"computation {name!r}: output {stream!r}", fmt)
-            if outputs[stream] is None:
+            check_format(f"computation {name!r}: output {stream!r}", fmt, outputs[stream])
+            if outputs[stream] is None and fmt != "json":
                 raise PipelineError(
                     f"computation {name!r}: output {stream!r} is format={fmt!r} but has no "
                     "schema: give it one (outputs={stream: 'full.Name'})"
@@ -399,14 +403,15 @@ class Pipeline:
 
     def format_of(self, stream: str, registry: str | None) -> str:
         """How a stream's values are encoded: "json", "avro" or "confluent". `registry` is
-        the registry the pipeline runs against (its own, else the environment's): with one,
-        a stream with a schema and no declared format is in the wire format."""
+        the registry the pipeline runs against (its own, else the run's): with one, a stream
+        that names no format is in the wire format, with or without a schema; without one,
+        a stream is Avro single-object with a schema, JSON without."""
         declared = self.declared_format(stream)
         if declared is not None:
             return declared
-        if self.schema_of(stream) is None:
-            return "json"
-        return "confluent" if registry else "avro"
+        if registry:
+            return "confluent"
+        return "json" if self.schema_of(stream) is None else "avro"
 
     def streams(self) -> list[str]:
         names: dict[str, None] = dict.fromkeys(self.sources)

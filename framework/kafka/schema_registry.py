@@ -7,16 +7,32 @@ registry exactly as they do), configured by `RegistrySettings`
 by id, ids by registering under a subject (chosen by confluent-kafka's own subject name
 strategies). The client caches both, so the per-record path never makes a request once an id
 has been seen. `connect` asks the registry once at start: one that does not answer is a
-`ConfigurationError` in one line naming its URL. Mid-run, a registry that does not answer is a
-`RegistryUnavailable`: the record's partition waits for it (framework/streaming/holds.py).
+`ConfigurationError` in one line naming its URL.
+
+Mid-run, an answer is read for what it is about:
+
+- about the id (404: no such schema; 401/403: this job may not read it, e.g. under access
+  control per subject; 410, 422: the registry cannot give it): `UnreadableSchemaId`, a bad
+  record dead-lettered at stage "decode" with the registry's own words, while the rest flows.
+  A partition held at such a record would wait for good: the answer does not change by asking.
+- about the registry (no connection, a timeout, 5xx, 429, 408, or any other answer):
+  `RegistryUnavailable`, the record's partition waits for it with backoff
+  (framework/streaming/holds.py); nothing is dead-lettered.
+
+Answers about an id are remembered for `REFUSED_TTL_S`, at most `CACHE_SIZE` of them, and the
+client's own cache of schemas by id (unbounded in confluent-kafka) is emptied every
+`CACHE_SIZE` ids fetched, so no stream of ids, good or bad, grows memory without bound.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from cachetools import TTLCache
 from confluent_kafka.schema_registry import (
     RegisteredSchema,
     Schema,
@@ -29,15 +45,21 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from framework.errors import ConfigurationError, ServiceUnavailable
-from framework.kafka.registry_settings import REGISTRY_ENV, RegistrySettings, redact
-from framework.serde.codecs import default_schemas
-from framework.serde.confluent import UnknownSchemaId, WireFormat
+from framework.kafka.registry_settings import (
+    REGISTRY_ENV,
+    RegistrySettings,
+    check_transport,
+    redact,
+)
+from framework.serde.codecs import DecodeError, default_schemas
+from framework.serde.confluent import WireFormat
 
 __all__ = [
     "REGISTRY_ENV",
     "Registry",
     "RegistryConfigurationError",
     "RegistryUnavailable",
+    "UnreadableSchemaId",
     "connect",
 ]
 
@@ -49,7 +71,23 @@ CLIENT_DEFAULTS = {"timeout": TIMEOUT_S, "max.retries": 1, "retries.wait.ms": 10
 the membership's loop): a registry away mid-run is waited for by holding the record's partition,
 with backoff, while the consumer keeps polling. `[registry]` may set them otherwise."""
 
-_NOT_FOUND = (40401, 40402, 40403)  # subject, version, schema not found
+REFUSED_TTL_S = 30.0
+"""How long an answer about an id (404, 401/403, 410, 422) stands for later records with that
+id without asking again. Long enough that a burst of records framed with one id the job may
+not read costs one request, not one per record (each a round trip to a registry other jobs
+share); short enough that an id registered a moment ago on the registry's leader but not yet
+on the follower that answered, or a read permission granted by the operator, is seen within
+half a minute (the records dead-lettered meanwhile go back with `logwheel dlq replay`)."""
+
+CACHE_SIZE = 1000
+"""How many schema ids each cache of registry answers holds (refused ids here, writer schemas
+in framework/serde/confluent.py): confluent-kafka's own default `cache.capacity`. Records
+framed with ever new ids (a hostile writer) evict old entries instead of growing memory."""
+
+_ABOUT_THE_ID = (401, 403, 404, 410, 422)
+"""HTTP statuses (and Confluent error code classes, 40403 -> 404) that answer about the id
+asked for, not about the registry's health."""
+_ANSWER_MAX = 300  # characters of the registry's words kept in a dead letter's reason
 _T = TypeVar("_T")
 
 _STRATEGIES = {
@@ -74,12 +112,26 @@ class RegistryUnavailable(ServiceUnavailable):
         super().__init__(f"the Schema Registry at {url}", reason)
 
 
+class UnreadableSchemaId(DecodeError):
+    """The registry answered about this id itself: it has no such schema (404), will not give
+    it to this job (401/403), or cannot (410, 422). A bad record, dead-lettered with the
+    registry's words, never a retry: asking again gets the same answer."""
+
+    def __init__(self, schema_id: int, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.schema_id = schema_id
+        self.status = status
+
+
 class Registry:
     """One registry's Confluent-compatible API, through confluent-kafka's client."""
 
-    def __init__(self, settings: RegistrySettings) -> None:
+    def __init__(
+        self, settings: RegistrySettings, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         assert settings.url is not None
         self.url = redact(settings.url.rstrip("/"))  # what messages show
+        check_transport(settings)  # however the settings were made: never in clear
         try:
             self.client = SchemaRegistryClient(
                 {**CLIENT_DEFAULTS, **dict(settings.client), "url": settings.url}
@@ -89,23 +141,55 @@ class Registry:
                 f"[registry] settings for {self.url} are refused by confluent-kafka's "
                 f"client: {error}"
             ) from None
+        self._refused: TTLCache[int, UnreadableSchemaId] = TTLCache(
+            CACHE_SIZE, REFUSED_TTL_S, timer=clock
+        )
+        self._fetched = 0  # ids fetched since the client's cache was last emptied
+        self._lock = threading.Lock()
 
     def schema(self, schema_id: int) -> str:
-        """The schema text registered with `schema_id`; `UnknownSchemaId` if there is none."""
+        """The schema text registered with `schema_id`: `UnreadableSchemaId` when the registry
+        answers about the id (none, or not for this job), `RegistryUnavailable` when it does
+        not answer or cannot serve now."""
+        with self._lock:
+            refused = self._refused.get(schema_id)
+        if refused is not None:
+            raise UnreadableSchemaId(schema_id, refused.status, str(refused))
         try:
-            return self.client.get_schema(schema_id).schema_str
+            text = self.client.get_schema(schema_id).schema_str
         except SchemaRegistryError as error:
-            if error.http_status_code == 404 or error.error_code in _NOT_FOUND:
-                raise UnknownSchemaId(schema_id) from None
-            raise RegistryUnavailable(
-                self.url, f"the Schema Registry at {self.url} failed: {error}"
-            ) from None
+            about = _about_the_id(error)
+            if about is None:
+                raise RegistryUnavailable(
+                    self.url, f"the Schema Registry at {self.url} failed: {error}"
+                ) from None
+            refused = UnreadableSchemaId(schema_id, about, self._refusal(schema_id, about, error))
+            with self._lock:
+                self._refused[schema_id] = refused
+            raise refused from None
         except Exception as error:  # httpx's transport errors: the registry is away
             raise RegistryUnavailable(
                 self.url,
                 f"the Schema Registry at {self.url} does not answer "
                 f"({type(error).__name__}: {error})",
             ) from None
+        with self._lock:
+            self._fetched += 1
+            if self._fetched >= CACHE_SIZE:  # the client keeps every id it ever fetched
+                self._fetched = 0
+                self.client.clear_caches()
+        return text
+
+    def _refusal(self, schema_id: int, about: int, error: SchemaRegistryError) -> str:
+        """A dead letter's reason: the id, the registry and its own words."""
+        said = " ".join(str(error.error_message).split())[:_ANSWER_MAX]
+        if about == 404:
+            what = f"unknown schema id {schema_id}: the Schema Registry at {self.url} has none"
+        elif about in (401, 403):
+            what = f"schema id {schema_id}: the Schema Registry at {self.url} refuses this job"
+        else:
+            what = f"schema id {schema_id}: the Schema Registry at {self.url} cannot give it"
+        return f"{what} (HTTP {error.http_status_code}, error {error.error_code}): {said}"
 
     def register(self, subject: str, schema: str) -> int:
         """The id of `schema` under `subject`, registered as its next version if need be; a
@@ -174,8 +258,27 @@ class Registry:
         """One request, so that a registry that is down fails the start in one line."""
         try:
             self.client.get_subjects()
+        except SchemaRegistryError as error:
+            fix = (
+                ": check the credentials in [registry]"
+                if error.http_status_code in (401, 403)
+                else ""
+            )
+            raise RegistryConfigurationError(
+                self._failed("list its subjects", error) + fix
+            ) from None
         except Exception as error:
             raise RegistryConfigurationError(_unreachable(self.url, error)) from None
+
+
+def _about_the_id(error: SchemaRegistryError) -> int | None:
+    """The status an error answers about the id asked for with (its HTTP status, else its
+    Confluent error code's class: 40403 is a 404); None when it is about the registry."""
+    code = error.error_code if isinstance(error.error_code, int) else -1
+    for status in (error.http_status_code, code // 100):
+        if status in _ABOUT_THE_ID:
+            return status
+    return None
 
 
 def _unreachable(url: str, error: BaseException) -> str:

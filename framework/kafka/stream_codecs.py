@@ -1,6 +1,8 @@
-"""The codec of each stream of a pipeline, by its format: UTF-8 JSON (no schema), Avro
-single-object encoding (a schema), or the Confluent wire format against a Schema Registry
-(`format="confluent"`, or any stream with a schema once the pipeline has a registry).
+"""The codec of each stream of a pipeline, by its format (`Pipeline.format_of`): UTF-8 JSON
+(no schema), Avro single-object encoding (a schema), or the Confluent wire format against a
+Schema Registry (`format="confluent"`, or any stream that names no format once the pipeline
+has a registry: a source without a schema is then read as its writers wrote it, and
+`format="json"` keeps a stream JSON).
 
 The streaming tasks, table replicas and `ChangelogTable` ask here instead of
 `framework.serde.codecs` directly: the wire format needs a registry client, which lives at this
@@ -12,6 +14,7 @@ A stream's topic is its name, so its subject is `<stream>-value` under the defau
 
 from __future__ import annotations
 
+from framework.core.declarations import check_wire_schema
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.kafka.registry_settings import RegistrySettings, resolve
 from framework.kafka.schema_registry import (
@@ -45,7 +48,8 @@ def _wired(
 def stream_decoder(
     pipeline: Pipeline, stream: str, settings: RegistrySettings | None = None
 ) -> Decoder:
-    """Decoder of `stream`'s values to its declared schema (JSON when it has none)."""
+    """Decoder of `stream`'s values to its declared schema: without one, JSON, or in the wire
+    format each value as its writer wrote it."""
     schema = pipeline.schema_of(stream)
     registry = _wired(pipeline, stream, settings)
     if registry is not None:
@@ -61,11 +65,7 @@ def stream_encoder(
     schema = pipeline.schema_of(stream)
     registry = _wired(pipeline, stream, settings)
     if registry is not None:
-        if schema is None:
-            raise PipelineError(
-                f"stream {stream!r} is written in the Confluent wire format but has no "
-                "schema: declare one"
-            )
+        check_wire_schema(stream, "confluent", schema)
         return wire_format(registry).encoder(stream, schema)
     return encoder_for(schema)
 
@@ -73,13 +73,14 @@ def stream_encoder(
 def table_decoder(
     pipeline: Pipeline, topic: str, settings: RegistrySettings | None = None
 ) -> Decoder:
-    """Decoder of the values of a table's topic. A topic declared in the wire format (a source
-    with `format="confluent"`, or with a schema under a pipeline with a registry) reads as its
-    stream does: writer schema by id, resolved to the declared one. Any other topic is read
+    """Decoder of the values of a table's topic. A stream of the pipeline in the wire format
+    (`format="confluent"`, or no format under a pipeline with a registry) reads as its stream
+    does: writer schema by id, resolved to the declared one if any. Any other topic is read
     as each value describes itself (`any_decoder`), so another team's changelog needs no
     declaration."""
     registry = resolve(pipeline, settings)
-    if pipeline.format_of(topic, registry and registry.url) == "confluent":
+    declared = topic in pipeline.streams()
+    if declared and pipeline.format_of(topic, registry and registry.url) == "confluent":
         return stream_decoder(pipeline, topic, settings)
     return any_decoder(registry, topic)
 

@@ -394,6 +394,11 @@ def decode_json(data: bytes | None) -> Any:
             return value
     except (UnicodeDecodeError, StopIteration, ValueError, RecursionError):
         pass
+    if data[:1] == b"\x00" and len(data) >= 5:  # never JSON: a zero byte and a schema id
+        raise DecodeError(
+            f"value is in the Confluent wire format (schema id {int.from_bytes(data[1:5], 'big')})"
+            ", not JSON: read the stream with a Schema Registry (Pipeline(name, registry=URL))"
+        )
     try:
         return _json_decode(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -37,6 +37,11 @@ MAGIC = 0
 HEADER_SIZE = 5
 """Magic byte plus the 4-byte schema id."""
 
+CACHE_SIZE = 1000
+"""How many writer schemas (by id) a `WireFormat`, and each of its decoders, keeps parsed:
+confluent-kafka's own default `cache.capacity`; the oldest goes first, so records framed with
+ever new ids cannot grow memory without bound."""
+
 _SENTINEL = b"\x00"
 
 
@@ -93,7 +98,10 @@ def read_header(data: bytes | None) -> int:
         )
     if data[0] != MAGIC:
         raise DecodeError(_bad_magic(data))
-    return int.from_bytes(data[1:HEADER_SIZE], "big")
+    schema_id = int.from_bytes(data[1:HEADER_SIZE], "big", signed=True)  # Java's int
+    if schema_id < 0:
+        raise DecodeError(f"negative schema id {schema_id}: no registry gives one")
+    return schema_id
 
 
 def subject_of(topic: str) -> str:
@@ -140,6 +148,8 @@ class WireFormat:
         def plan_of(schema_id: int) -> tuple[Any, Any]:
             writer = self.writer(schema_id, topic)
             same = reader is None or _same_type(writer, reader, self.schemas.named)
+            if len(plans) >= CACHE_SIZE:
+                plans.clear()
             plans[schema_id] = plan = (writer, None if same else reader)
             return plan
 
@@ -188,6 +198,8 @@ class WireFormat:
                 f"schema id {schema_id} from {self.source.url} does not parse as Avro: {exc}"
             ) from None
         with self._lock:
+            if len(self._writers) >= CACHE_SIZE:
+                del self._writers[next(iter(self._writers))]
             return self._writers.setdefault(schema_id, parsed)
 
 

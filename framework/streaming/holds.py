@@ -1,6 +1,8 @@
 """Input partitions held at a record that needs a service that does not answer (the Schema
-Registry, for a schema id not yet cached), as Kafka Streams pauses a partition whose records
-it cannot take yet.
+Registry, for a schema id not yet cached: no connection, a timeout, 5xx, 429), as Kafka Streams
+pauses a partition whose records it cannot take yet. An answer about the record itself (the
+registry has no such id, or refuses it to this job) is no reason to wait: that record is a
+dead letter (framework/kafka/schema_registry.py), and the partition goes on.
 
 A `ServiceUnavailable` raised while a task handles a run of records leaves the partition's
 position at the first record not handled. The partition is then paused and its fetch position

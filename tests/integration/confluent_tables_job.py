@@ -2,7 +2,8 @@
 `profiles` is their compacted topic of `team.Profile` values, written with confluent-kafka's
 `AvroSerializer`; `views` (JSON, keyed by user) is joined with it, each view with the user's
 profile as of its processing, into `joined` (JSON). The pipeline has a registry, so the table,
-declared with a schema, is read in the wire format and resolved to the job's `team.Profile`."""
+declared with a schema, is read in the wire format and resolved to the job's `team.Profile`;
+the JSON streams say `format="json"`."""
 
 from __future__ import annotations
 
@@ -42,12 +43,13 @@ def build(name: str, prefix: str, registry: str) -> Pipeline:
     profiles, views, joined = (f"{prefix}{s}" for s in ("profiles", "views", "joined"))
     pipeline = Pipeline(name, partitions=2, registry=registry)
     pipeline.source(profiles, schema="team.Profile")
-    pipeline.source(views)
+    pipeline.source(views, format="json")
     pipeline.computation(
         "join",
         lambda: Join(joined),
         inputs={views: None},
         outputs={joined: None},
+        formats={joined: "json"},
         tables={"profiles": profiles},
         guarantee="exactly_once",
     )

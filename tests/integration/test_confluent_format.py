@@ -18,6 +18,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from framework.jvm.process import any_free_port
+from tests.integration.registry_gate import registry_gate
 from tests.support import UniqueJob, read_topic, wait_for
 
 pytestmark = pytest.mark.timeout(600)
@@ -74,6 +75,50 @@ def test_a_job_reads_and_writes_what_confluent_kafkas_serializers_do(kafka, tmp_
     assert read_topic(kafka, f"{job_def.name}.double.dlq", to_end=True) == []
 
 
+ORDER = {  # another team's type, which the job's repository does not have
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "amount", "type": "double"},
+        {"name": "coupon", "type": ["null", "string"], "default": None},
+        {"name": "items", "type": {"type": "array", "items": "string"}},
+    ],
+}
+ORDERS = [
+    {"id": "o1", "amount": 9.5, "coupon": None, "items": ["tea"]},
+    {"id": "o2", "amount": 20.25, "coupon": "SPRING", "items": ["cup", "pot"]},
+]
+
+
+def test_a_source_without_a_schema_is_read_as_confluents_serializer_wrote_it(
+    kafka, tmp_path, registry
+):
+    """Finding 8 of issue 38: `pipeline.source("orders")` in a pipeline with a registry reads
+    what confluent-kafka's own AvroSerializer wrote, each value a dict as written; a JSON
+    source there says format="json" and stays JSON; a JSON output says so too."""
+    job_def = UniqueJob(kafka, tmp_path, "tests.integration.confluent_job:build_as_written",
+                        "aswritten", registry)  # fmt: skip
+    orders, notes = f"{job_def.prefix}orders", f"{job_def.prefix}notes"
+    client = SchemaRegistryClient({"url": registry})
+    _send(kafka, orders, [_serialize(client, orders, ORDER, order) for order in ORDERS])
+    _send(kafka, notes, [b'{"note":"hello","n":[1,2]}'])
+    job = job_def.job(computations=["seen"]).start()
+    try:
+        out = read_topic(kafka, f"{job_def.prefix}seen", expect=3, timeout=120)
+        assert job.alive(), job.output()[-3000:]
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+    seen = sorted((json.loads(m.value()) for m in out), key=json.dumps)
+    assert seen == sorted(
+        [{"stream": orders, "value": order} for order in ORDERS]
+        + [{"stream": notes, "value": {"note": "hello", "n": [1, 2]}}],
+        key=json.dumps,
+    )
+    assert read_topic(kafka, f"{job_def.name}.seen.dlq", to_end=True) == []
+
+
 def test_records_it_cannot_read_are_dead_lettered_with_their_reason(kafka, tmp_path, registry):
     job_def = UniqueJob(kafka, tmp_path, FACTORY, "wirebad", registry)
     words = f"{job_def.prefix}words"
@@ -103,6 +148,67 @@ def test_records_it_cannot_read_are_dead_lettered_with_their_reason(kafka, tmp_p
     assert "unknown schema id 987654" in found[0][1] and registry in found[0][1], found[0]
     assert "wrong magic byte 0x01" in found[1][1], found[1]
     assert "truncated body" in found[2][1] and "schema id" in found[2][1], found[2]
+
+
+def _serialize(client, topic: str, schema: dict, value: dict) -> bytes:
+    """One value as confluent-kafka's AvroSerializer writes it for `topic` (registering
+    `schema` under `<topic>-value`)."""
+    serialize = AvroSerializer(client, json.dumps(schema))
+    return serialize(value, SerializationContext(topic, MessageField.VALUE))
+
+
+def test_an_id_the_registry_refuses_is_dead_lettered_with_its_words_and_the_rest_flows(
+    kafka, tmp_path, registry
+):
+    """403 for one id (a subject this job may not read): that record is dead-lettered with the
+    registry's words, once, and the partition goes on; 429 for another (the registry is busy)
+    holds the partition at it until the registry serves it: nothing dead-lettered there."""
+    with registry_gate(registry) as gate:
+        job_def = UniqueJob(kafka, tmp_path, FACTORY, "wire403", gate.url)
+        words, doubled = f"{job_def.prefix}words", f"{job_def.prefix}doubled"
+        secret = f"{job_def.prefix}secret"
+        client = SchemaRegistryClient({"url": registry})
+        good = _their_values(client, words)
+        denied = _serialize(
+            client,
+            secret,
+            {**THEIR_SCHEMA, "fields": [*THEIR_SCHEMA["fields"], {"name": "pay", "type": "int"}]},
+            {"word": "salary", "count": 9, "lang": "en", "pay": 100},
+        )
+        busy = _serialize(
+            client,
+            words,
+            {
+                **THEIR_SCHEMA,
+                "fields": [*THEIR_SCHEMA["fields"], {"name": "n", "type": "int", "default": 0}],
+            },
+            {"word": "busy", "count": 5, "lang": "en", "n": 1},
+        )
+        denied_id, busy_id = (int.from_bytes(v[1:5], "big") for v in (denied, busy))
+        gate.denied[denied_id] = f"{secret}-value"
+        gate.throttled[busy_id] = 3  # the client's own retry, then one hold, then served
+        _send(kafka, words, [good[0], denied, good[1], busy, denied, good[2]])
+        job = job_def.job(computations=["double"]).start()
+        try:
+            out = read_topic(kafka, doubled, expect=4, timeout=120)
+            dead = read_topic(kafka, f"{job_def.name}.double.dlq", expect=2, timeout=60)
+            assert job.alive(), job.output()[-3000:]
+        finally:
+            assert job.stop() == 0, job.output()[-3000:]
+    deserialize = AvroDeserializer(client)
+    ctx = SerializationContext(doubled, MessageField.VALUE)
+    assert [deserialize(m.value(), ctx)["word"] for m in out] == ["alpha", "beta", "busy", "gamma"]
+    assert [m.value() for m in dead] == [denied, denied]
+    for m in dead:
+        headers = dict(m.headers())
+        reason = headers["logwheel.error"].decode()
+        assert headers["logwheel.error.stage"] == b"decode"
+        assert f"schema id {denied_id}" in reason and "HTTP 403" in reason, reason
+        assert f"User is denied operation Read on Subject: {secret}-value" in reason, reason
+    assert gate.asked[denied_id] == 1  # the refusal is remembered: asked once for both
+    log = job.output()
+    assert log.count("Too many requests") == 1 and log.count("answers again") == 1, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
 
 
 def test_a_registry_that_does_not_answer_stops_the_start_in_one_line(kafka, tmp_path):
@@ -156,4 +262,29 @@ def test_an_unknown_registry_setting_stops_the_start_in_one_line(kafka, tmp_path
     assert job.proc.returncode == 1, job.output()[-3000:]
     last = job.output().strip().splitlines()[-1]
     assert "unknown key 'basic.auth.pasword'" in last and "basic.auth.user.info" in last, last
+    assert "hunter2" not in job.output()
+
+
+@pytest.mark.parametrize(
+    ("code", "file", "says"),
+    [  # the code names another origin than the file whose credentials these are
+        ("registry", "http://localhost:{port}", "names another registry than [registry] url"),
+        (None, "http://registry.example:8081", "would cross the network in clear"),
+    ],
+    ids=["another-origin", "plain-http"],
+)
+def test_registry_credentials_for_another_origin_or_in_clear_stop_the_start_in_one_line(
+    kafka, tmp_path, registry, code, file, says
+):
+    job_def = UniqueJob(kafka, tmp_path, FACTORY, "wirecred", registry if code else None)
+    config = tmp_path / "job.toml"
+    url = file.format(port=registry.rsplit(":", 1)[1])
+    config.write_text(f'[registry]\nurl = "{url}"\n"basic.auth.user.info" = "team:hunter2"\n')
+    job = job_def.job(computations=["double"], config=config)
+    job.env.pop("LOGWHEEL_SCHEMA_REGISTRY", None)
+    job.start()
+    wait_for(lambda: not job.alive(), 90, what="the job to refuse to start")
+    assert job.proc.returncode == 1, job.output()[-3000:]
+    last = job.output().strip().splitlines()[-1]
+    assert says in last and "basic.auth.user.info" in last, job.output()[-3000:]
     assert "hunter2" not in job.output()

@@ -95,10 +95,13 @@ def test_writing_a_stream_named_like_an_internal_topic_is_refused_naming_the_fix
 def test_formats_subject_strategies_and_schema_names_are_the_listed_ones():
     check_format("source 's'", None)
     check_format("source 's'", "confluent")
+    check_format("source 's'", "json")
     with pytest.raises(
-        PipelineError, match=r"format='protobuf'; use one of \('avro', 'confluent'\)"
+        PipelineError, match=r"format='protobuf'; use one of \('avro', 'confluent', 'json'\)"
     ):
         check_format("source 's'", "protobuf")
+    with pytest.raises(PipelineError, match="leave the schema out for JSON"):
+        check_format("source 's'", "json", "wordcount.WordCount")
     check_subject_strategy("registry", "topic_record")
     with pytest.raises(PipelineError, match="RecordNameStrategy"):
         check_subject_strategy("registry", "TopicNameStrategy")

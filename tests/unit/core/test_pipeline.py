@@ -71,28 +71,34 @@ def test_a_stream_format_follows_its_declaration_else_the_registry_else_its_sche
     p.source("theirs", schema="wordcount.WordCount", format="confluent")
     p.source("ours", schema="wordcount.WordCount")
     p.source("plain")
+    p.source("json", format="json")
     p.computation(
         "c",
         Computation,
-        inputs={"theirs": None, "ours": None, "plain": None},
-        outputs={"out": "wordcount.WordCount", "kept": "wordcount.WordCount"},
-        formats={"kept": "avro"},
+        inputs={"theirs": None, "ours": None, "plain": None, "json": None},
+        outputs={"out": "wordcount.WordCount", "kept": "wordcount.WordCount", "doc": None},
+        formats={"kept": "avro", "doc": "json"},
     )
     p.validate()
-    without = {s: p.format_of(s, None) for s in ("theirs", "ours", "plain", "out", "kept")}
-    assert without == {
+    streams = ("theirs", "ours", "plain", "json", "out", "kept", "doc")
+    assert {s: p.format_of(s, None) for s in streams} == {
         "theirs": "confluent",
         "ours": "avro",
         "plain": "json",
+        "json": "json",
         "out": "avro",
         "kept": "avro",
+        "doc": "json",
     }
-    with_registry = {s: p.format_of(s, "http://r") for s in ("theirs", "ours", "plain", "out")}
-    assert with_registry == {
+    # with a registry, a stream that names no format is in the wire format, schema or not
+    assert {s: p.format_of(s, "http://r") for s in streams} == {
         "theirs": "confluent",
         "ours": "confluent",
-        "plain": "json",
+        "plain": "confluent",
+        "json": "json",
         "out": "confluent",
+        "kept": "avro",
+        "doc": "json",
     }
 
 
@@ -107,6 +113,22 @@ def test_a_format_that_cannot_be_written_is_refused_at_declaration():
         )
     with pytest.raises(PipelineError, match="not one of its outputs"):
         p.computation("c", Computation, inputs={"s": None}, formats={"x": "confluent"})
+    with pytest.raises(PipelineError, match="format='json' with schema 'wordcount.WordCount'"):
+        p.computation(
+            "c",
+            Computation,
+            inputs={"s": None},
+            outputs={"o": "wordcount.WordCount"},
+            formats={"o": "json"},
+        )
+    with pytest.raises(PipelineError, match="leave the schema out for JSON"):
+        p.source("t", schema="wordcount.WordCount", format="json")
+    counted = {"inputs": {"s": None}, "aggregate": windows.Count(), "output": "w-out"}
+    one_second = windows.Tumbling(size_ms=1000)
+    with pytest.raises(PipelineError, match="format='json' with schema"):
+        p.windowed("w", window=one_second, **counted, output_schema="x.Y", output_format="json")
+    p.windowed("w", window=one_second, **counted, output_format="json")  # in a registry's too
+    assert p.format_of("w-out", "http://r") == "json"
 
 
 def test_a_percentile_low_watermark_is_declared_on_computations_and_windows():

@@ -1,7 +1,8 @@
 """`[registry]` in --config: its keys checked at start, the URL by precedence
 (`Pipeline(registry=)` > `[registry] url` > `LOGWHEEL_SCHEMA_REGISTRY`), the client settings
-(auth, TLS) handed to confluent-kafka's client for whichever URL wins, secrets never in a
-message; and the subject name strategies."""
+(TLS, timeouts) handed to confluent-kafka's client for whichever URL wins, its credentials only
+to the origin its own url names and never over plain http:// off this machine, secrets (and
+every URL of a list's user info) never in a message; and the subject name strategies."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from framework import Pipeline, PipelineError
 from framework.core.logs import setup
@@ -20,13 +22,19 @@ from framework.errors import ConfigurationError
 from framework.kafka.registry_settings import (
     REGISTRY_ENV,
     RegistrySettings,
+    at_url,
     redact,
     registry_settings,
     resolve,
 )
-from framework.kafka.schema_registry import Registry, RegistryConfigurationError, subject_namer
-from framework.serde.codecs import default_schemas
-from framework.serde.confluent import WireFormat
+from framework.kafka.schema_registry import (
+    Registry,
+    RegistryConfigurationError,
+    RegistryUnavailable,
+    subject_namer,
+)
+from framework.serde.codecs import DecodeError, default_schemas
+from framework.serde.confluent import WireFormat, frame
 from framework.streaming.loading import registry_settings as from_file
 
 ORIGIN = "--config job.toml [registry]"
@@ -102,7 +110,7 @@ def test_secrets_are_expanded_from_the_environment_and_never_shown(monkeypatch):
     assert dict(settings.client)["basic.auth.user.info"] == f"team:{SECRET}"
     assert SECRET not in repr(settings) and "basic.auth.user.info" in repr(settings)
     # the client refuses a malformed user info: its message names the setting, not the value
-    bad = RegistrySettings("http://r:8081", (("basic.auth.user.info", SECRET),))
+    bad = RegistrySettings("https://r:8081", (("basic.auth.user.info", SECRET),))
     with pytest.raises(RegistryConfigurationError) as caught:
         Registry(bad)
     assert "basic.auth.user.info" in str(caught.value) and SECRET not in str(caught.value)
@@ -157,9 +165,128 @@ def http_port() -> Iterator[int]:
 
 def test_basic_auth_from_the_file_reaches_the_registrys_requests(http_port):
     url = f"http://127.0.0.1:{http_port}"
-    file = registry_settings({"basic.auth.user.info": f"team:{SECRET}"}, ORIGIN)
-    Registry(resolve(_pipeline(url), file)).ping()
-    assert _Registry.seen == ["Basic " + base64.b64encode(f"team:{SECRET}".encode()).decode()]
+    file = registry_settings({"url": url, "basic.auth.user.info": f"team:{SECRET}"}, ORIGIN)
+    Registry(resolve(_pipeline(f"{url}/"), file)).ping()  # the same origin, spelled otherwise
+    Registry(resolve(_pipeline(), file)).ping()
+    basic = "Basic " + base64.b64encode(f"team:{SECRET}".encode()).decode()
+    assert _Registry.seen == [basic, basic]
+
+
+CREDENTIALS = [
+    {"basic.auth.user.info": f"team:{SECRET}"},
+    {"bearer.auth.token": SECRET, "bearer.auth.credentials.source": "STATIC_TOKEN",
+     "bearer.auth.logical.cluster": "lsrc-1", "bearer.auth.identity.pool.id": "pool-1"},
+    {"ssl.certificate.location": "/c.pem", "ssl.key.location": "/k.pem",
+     "ssl.key.password": SECRET},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("auth", CREDENTIALS)
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        "https://elsewhere.example:8081",  # another host
+        "https://registry.example:8082",  # another port
+        "http://registry.example:8081",  # another scheme
+        "https://registry.example:8081,https://elsewhere.example:8081",  # a list reaching out
+    ],
+)
+def test_credentials_are_refused_at_start_for_a_registry_the_file_does_not_name(auth, elsewhere):
+    file = registry_settings({"url": "https://registry.example:8081", **auth}, ORIGIN)
+    with pytest.raises(ConfigurationError) as caught:
+        resolve(_pipeline(elsewhere), file)
+    message = str(caught.value)
+    assert "\n" not in message and SECRET not in message
+    assert f"Pipeline(registry={elsewhere})" in message
+    assert "[registry] url https://registry.example:8081" in message
+    assert "point both at the same one" in message
+    assert next(iter(auth)) in message  # names the settings, never their values
+
+
+@pytest.mark.parametrize(
+    "same",
+    [
+        "https://registry.example:8081/",
+        "https://REGISTRY.example:8081",
+        "https://registry.example:8081/ccompat",
+        "https://b.example,https://registry.example:8081",  # the file's list, reordered
+    ],
+)
+def test_credentials_go_to_the_origin_the_file_names_however_it_is_spelled(same):
+    url = "https://registry.example:8081,https://b.example:443"
+    file = registry_settings({"url": url, "basic.auth.user.info": f"team:{SECRET}"}, ORIGIN)
+    assert resolve(_pipeline(same), file).client == (("basic.auth.user.info", f"team:{SECRET}"),)
+    # without credentials, the code may name any registry (and is said to, once)
+    assert resolve(_pipeline("https://elsewhere:1"), registry_settings({"url": url}, ORIGIN))
+
+
+def test_credentials_without_the_registry_they_are_for_fail_at_start(monkeypatch):
+    monkeypatch.setenv(REGISTRY_ENV, "https://env.example:8081")
+    with pytest.raises(ConfigurationError) as caught:
+        registry_settings({"basic.auth.user.info": f"team:{SECRET}"}, ORIGIN)
+    message = str(caught.value)
+    assert message.startswith(ORIGIN) and "basic.auth.user.info without url" in message
+    assert SECRET not in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        {"url": "http://registry.example:8081", "basic.auth.user.info": f"team:{SECRET}"},
+        {"url": "http://10.0.0.7:8081", "bearer.auth.token": SECRET},
+        {"url": f"http://team:{SECRET}@registry.example:8081"},  # user info
+        {"url": f"https://team:{SECRET}@a.example,http://team:{SECRET}@b.example"},
+    ],
+)
+def test_credentials_over_plain_http_off_this_machine_are_refused_at_start(table):
+    with pytest.raises(ConfigurationError) as caught:
+        resolve(_pipeline(), registry_settings(table, ORIGIN))
+    message = str(caught.value)
+    assert "would cross the network in clear" in message and "use https://" in message
+    assert SECRET not in message and "\n" not in message
+
+
+def test_a_tool_given_a_url_with_a_password_over_plain_http_refuses_it():
+    with pytest.raises(ConfigurationError, match="in clear to http://r.example:8081"):
+        at_url(f"http://team:{SECRET}@r.example:8081")
+    assert at_url(f"https://team:{SECRET}@r.example:8081") is not None
+    # and a client is never made for such settings, however they were put together
+    with pytest.raises(ConfigurationError, match="in clear to http://r.example:8081"):
+        Registry(RegistrySettings("http://r.example:8081", (("bearer.auth.token", SECRET),)))
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "[::1]", "localhost"])
+def test_credentials_over_plain_http_to_this_machine_are_allowed(host):
+    url = f"http://{host}:8081"
+    file = registry_settings({"url": url, "basic.auth.user.info": f"team:{SECRET}"}, ORIGIN)
+    assert resolve(_pipeline(), file).url == url
+    assert at_url(f"http://team:{SECRET}@{host}:8081") is not None
+
+
+def test_every_url_of_a_list_is_shown_without_its_user_info():
+    listed = f"https://team:{SECRET}@a.example:8081, https://team:{SECRET}@b.example:8081/x"
+    assert redact(listed) == "https://a.example:8081,https://b.example:8081/x"
+    assert redact("https://a.example,https://b.example") == "https://a.example,https://b.example"
+    settings = RegistrySettings(listed)
+    assert SECRET not in repr(settings)
+    # what a dead letter's logwheel.error header and the hold's log line carry
+    registry = Registry(settings)
+    assert SECRET not in registry.url and "b.example:8081/x" in registry.url
+
+    class Client:  # the registry's answers: away, then no such id
+        def __init__(self) -> None:
+            self.answers = [ConnectionError("refused"), SchemaRegistryError(404, 40403, "none")]
+
+        def get_schema(self, schema_id):
+            raise self.answers.pop(0)
+
+    registry.client = Client()
+    with pytest.raises(RegistryUnavailable) as away:
+        registry.schema(5)
+    assert SECRET not in str(away.value) and SECRET not in away.value.service
+    with pytest.raises(DecodeError) as dead:
+        WireFormat(registry, default_schemas()).decoder("t", None)(frame(7, b""))
+    assert SECRET not in str(dead.value) and "https://a.example:8081," in str(dead.value)
 
 
 def test_a_password_in_the_url_stays_out_of_the_logs(http_port):

@@ -1,9 +1,11 @@
-"""What a Schema Registry's answers mean to logwheel (kafka/schema_registry.py): an id it does
-not have is a dead letter (never a retry), a registry away mid-run a `RegistryUnavailable`
-(the record's partition waits), a refused schema or a registry away at start a
-`RegistryConfigurationError` naming the URL and the fix. confluent-kafka's client is replaced
-by a fake that answers as the registry would; the HTTP itself is tested against a real server
-in test_registry_settings.py and tests/integration/test_confluent_*.py."""
+"""What a Schema Registry's answers mean to logwheel (kafka/schema_registry.py): an answer about
+the id (none, not for this job, cannot) is a dead letter with the registry's words (never a
+retry), remembered briefly; a registry away mid-run, failing or overloaded is a
+`RegistryUnavailable` (the record's partition waits); a refused schema or a registry away at
+start a `RegistryConfigurationError` naming the URL and the fix; the caches are bounded.
+confluent-kafka's client is replaced by a fake that answers as the registry would; the HTTP
+itself is tested against a real server in test_registry_settings.py and
+tests/integration/test_confluent_*.py."""
 
 from __future__ import annotations
 
@@ -15,12 +17,15 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from framework.errors import BadRecord, ConfigurationError, Retry
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.schema_registry import (
+    CACHE_SIZE,
+    REFUSED_TTL_S,
     Registry,
     RegistryConfigurationError,
     RegistryUnavailable,
+    UnreadableSchemaId,
     connect,
 )
-from framework.serde.confluent import UnknownSchemaId
+from framework.serde.codecs import DecodeError
 
 URL = "http://127.0.0.1:9"  # nothing listens there
 
@@ -31,6 +36,7 @@ class Client:
 
     def __init__(self, **answers: object) -> None:
         self.answers, self.calls = answers, []
+        self.cleared = 0
 
     def _answer(self, method: str, *args: object) -> object:
         self.calls.append((method, *args))
@@ -56,9 +62,13 @@ class Client:
     def test_compatibility(self, subject, schema):
         return self._answer("test_compatibility", subject)
 
+    def clear_caches(self):
+        self.cleared += 1
 
-def registry(**answers: object) -> Registry:
-    found = Registry(RegistrySettings(URL))  # the client makes no request until asked
+
+def registry(clock=None, **answers: object) -> Registry:
+    # the client makes no request until asked
+    found = Registry(RegistrySettings(URL), **({"clock": clock} if clock else {}))
     found.client = Client(**answers)
     return found
 
@@ -71,26 +81,94 @@ def test_a_schema_is_read_by_id():
     assert registry(get_schema=SimpleNamespace(schema_str='"int"')).schema(3) == '"int"'
 
 
-@pytest.mark.parametrize("missing", [error(404, 40403), error(404, -1), error(500, 40403)])
-def test_an_id_the_registry_does_not_have_is_a_bad_record_never_a_retry(missing):
-    with pytest.raises(UnknownSchemaId) as caught:
-        registry(get_schema=missing).schema(3)
-    assert caught.value.schema_id == 3
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        (error(404, 40403, "Schema 3 not found"), "unknown schema id 3: the Schema Registry"),
+        (error(404, -1, "Not Found"), "unknown schema id 3"),
+        (error(500, 40403, "Schema 3 not found"), "unknown schema id 3"),
+        (error(403, 40301, "User is denied operation Read on Subject: orders-value"), "refuses"),
+        (error(401, 40101, "Unauthorized"), "refuses this job"),
+        (error(422, 42202, "Invalid schema id"), "cannot give it"),
+        (error(410, 410, "Gone"), "cannot give it"),
+    ],
+)
+def test_an_answer_about_the_id_is_a_bad_record_with_the_registrys_words_never_a_retry(
+    answer, says
+):
+    with pytest.raises(UnreadableSchemaId) as caught:
+        registry(get_schema=answer).schema(3)
+    reason = str(caught.value)
+    assert caught.value.schema_id == 3 and caught.value.stage == "decode"
     assert isinstance(caught.value, BadRecord) and not isinstance(caught.value, Retry)
+    assert says in reason and URL in reason, reason
+    assert answer.error_message in reason and f"HTTP {answer.http_status_code}" in reason
+
+
+def test_the_registrys_words_are_kept_to_one_short_line():
+    page = "<html>\n<body>" + "x" * 5000 + "</body></html>"
+    with pytest.raises(UnreadableSchemaId) as caught:
+        registry(get_schema=error(403, -1, f"Unknown Schema Registry Error: {page}")).schema(3)
+    reason = str(caught.value)
+    assert "\n" not in reason and len(reason) < 500 and "<html> <body>xxx" in reason
+
+
+def test_an_answer_about_the_id_is_remembered_for_a_while_then_asked_again():
+    now = [0.0]
+    found = registry(
+        clock=lambda: now[0],
+        get_schema=[error(403, 40301, "denied"), SimpleNamespace(schema_str='"int"')],
+    )
+    for _ in range(3):  # a burst of records with the id: one request
+        with pytest.raises(UnreadableSchemaId, match="denied"):
+            found.schema(3)
+    assert found.client.calls == [("get_schema", 3)]
+    now[0] += REFUSED_TTL_S + 1  # the operator granted the read meanwhile
+    assert found.schema(3) == '"int"'
+    assert found.client.calls == [("get_schema", 3)] * 2
+
+
+def test_remembered_refusals_and_the_clients_schemas_are_bounded():
+    many = CACHE_SIZE * 2
+    refused = registry(get_schema=[error(404, 40403, "none")] * many)
+    for schema_id in range(many):
+        with pytest.raises(UnreadableSchemaId):
+            refused.schema(schema_id)
+    assert len(refused._refused) == CACHE_SIZE
+    found = registry(get_schema=[SimpleNamespace(schema_str='"int"')] * many)
+    for schema_id in range(many):
+        found.schema(schema_id)
+    assert found.client.cleared == 2  # emptied every CACHE_SIZE ids fetched
 
 
 @pytest.mark.parametrize(
     ("away", "says"),
     [
         (error(503, 50003, "backend down"), f"the Schema Registry at {URL} failed: backend down"),
+        (error(500, 50001, "store error"), "failed: store error"),
+        (error(429, 42901, "too many requests"), "failed: too many requests"),
+        (error(408, -1, "request timeout"), "failed: request timeout"),
+        (error(400, 400, "bad request"), "failed: bad request"),  # a proxy, not the id
         (ConnectionError("refused"), f"{URL} does not answer (ConnectionError: refused)"),
+        (TimeoutError("timed out"), f"{URL} does not answer (TimeoutError: timed out)"),
     ],
 )
 def test_a_registry_away_mid_run_is_unavailable_a_retry_naming_it(away, says):
-    with pytest.raises(RegistryUnavailable) as caught:
-        registry(get_schema=away).schema(3)
-    assert says in str(caught.value)
-    assert caught.value.service == f"the Schema Registry at {URL}"
+    found = registry(get_schema=[away, away])
+    for _ in range(2):  # never remembered: the next record asks again
+        with pytest.raises(RegistryUnavailable) as caught:
+            found.schema(3)
+        assert says in str(caught.value)
+        assert caught.value.service == f"the Schema Registry at {URL}"
+        assert not isinstance(caught.value, DecodeError)
+    assert len(found.client.calls) == 2
+
+
+def test_credentials_refused_at_start_say_so():
+    pinged = registry(get_subjects=error(401, 40101, "Unauthorized"))
+    with pytest.raises(RegistryConfigurationError) as caught:
+        pinged.ping()
+    assert "Unauthorized" in str(caught.value) and "credentials in [registry]" in str(caught.value)
 
 
 def test_registering_returns_the_id_and_a_refusal_names_the_subject_and_the_fix():

@@ -68,9 +68,10 @@ def test_the_environment_names_the_registry_and_puts_streams_with_a_schema_in_th
     p = _pipeline()
     assert stream_codecs.stream_encoder(p, "ours") == ("encoder", "ours", "wordcount.WordCount")
     assert stream_codecs.stream_decoder(p, "theirs") == ("decoder", "theirs", "wordcount.WordCount")
-    assert stream_codecs.stream_decoder(p, "plain") is decoder_for(None)  # no schema: JSON
+    # no schema, no format: in the wire format too, read as its writers wrote it
+    assert stream_codecs.stream_decoder(p, "plain") == ("decoder", "plain", None)
     assert stream_codecs.stream_encoder(_pipeline("http://own:8081"), "ours")[0] == "encoder"
-    assert asked == ["http://env:8081", "http://env:8081", "http://own:8081"]
+    assert asked == ["http://env:8081"] * 3 + ["http://own:8081"]
 
 
 class _Wire:
@@ -106,6 +107,7 @@ def memory_wire(monkeypatch) -> Memory:
     source = Memory()
     wire = WireFormat(source, load_schemas(REPO / "schemas"))
     monkeypatch.setattr(stream_codecs, "wire_format", lambda url: wire)
+    monkeypatch.setattr(stream_codecs, "connect", lambda url: source)  # it answers
     monkeypatch.delenv(REGISTRY_ENV, raising=False)
     return source
 
@@ -157,3 +159,41 @@ def test_a_table_under_a_registry_that_does_not_answer_fails_the_start_naming_it
     p.computation("c", Computation, inputs={"in": None}, tables={"t": "their.changelog"})
     with pytest.raises(RegistryConfigurationError, match=f"{nowhere} does not answer"):
         stream_codecs.check_registry(p, p["c"])
+
+
+def test_a_schemaless_source_under_a_registry_is_read_as_its_writer_wrote_it(memory_wire):
+    """Finding 8: another team writes with its own schema; the job names none."""
+    p = Pipeline("asis", registry="http://r").source("orders").source("notes", format="json")
+    p.computation(
+        "c",
+        Computation,
+        inputs={"orders": None, "notes": None},
+        outputs={"seen": None, "counts": "wordcount.WordCount"},
+        formats={"seen": "json"},
+    )
+    written = {"word": "a", "count": 1, "lang": "fr"}
+    value = _theirs(memory_wire, "orders", written)
+    assert stream_codecs.stream_decoder(p, "orders")(value) == written
+    assert stream_codecs.table_decoder(p, "orders")(value) == written
+    with pytest.raises(DecodeError, match="looks like JSON"):  # JSON there must say so
+        stream_codecs.stream_decoder(p, "orders")(b'{"word":"a"}')
+    # format="json" keeps a source or an output JSON
+    assert stream_codecs.stream_decoder(p, "notes") is decoder_for(None)
+    assert stream_codecs.stream_encoder(p, "seen") is encoder_for(None)
+    assert stream_codecs.stream_encoder(p, "counts")({"word": "b", "count": 2})[:1] == b"\x00"
+    stream_codecs.check_registry(p, p["c"])
+
+
+def test_a_schemaless_output_under_a_registry_is_refused_at_start_naming_the_fix(memory_wire):
+    p = Pipeline("asis", registry="http://r").source("in", format="json")
+    p.computation("c", Computation, inputs={"in": None}, outputs={"out": None})
+    with pytest.raises(PipelineError) as caught:
+        stream_codecs.check_registry(p, p["c"])
+    message = str(caught.value)
+    assert "'out' is in the Confluent wire format" in message and "\n" not in message
+    assert "give it one, or keep it JSON with formats={'out': 'json'}" in message
+
+
+def test_a_json_value_in_a_wire_format_stream_and_back_say_what_they_are(memory_wire):
+    with pytest.raises(DecodeError, match=r"Confluent wire format \(schema id 7\), not JSON"):
+        decoder_for(None)(frame(7, b"\x02a\x02"))

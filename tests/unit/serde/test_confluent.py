@@ -14,6 +14,7 @@ from fastavro.schema import parse_schema
 
 from framework.serde.codecs import DecodeError, EncodeError, load_schemas
 from framework.serde.confluent import (
+    CACHE_SIZE,
     UnknownSchemaId,
     WireFormat,
     frame,
@@ -85,6 +86,8 @@ def test_a_frame_is_the_zero_byte_the_id_big_endian_and_the_body():
         (b"\x05", "wrong magic byte 0x05"),
         (b'{"word": "a"}', "looks like JSON"),
         (b"\xc3\x01" + bytes(12), "single-object encoded"),
+        (b"\x00\xff\xff\xff\xfbbody", "negative schema id -5"),  # 4 signed bytes, as Java's
+        (b"\x00\x80\x00\x00\x00", "negative schema id -2147483648"),
     ],
 )
 def test_a_header_that_is_not_the_wire_format_says_what_it_is(data, reason):
@@ -158,3 +161,20 @@ def test_a_body_cut_inside_its_last_string_is_truncated_not_a_shorter_string(wir
         for cut in range(1, len(whole) - 5):
             with pytest.raises(DecodeError, match="truncated"):
                 decode(whole[:-cut])
+
+
+def test_writer_schemas_kept_parsed_are_bounded(wire):
+    """Records framed with ever new ids (each a schema the registry has) cannot grow memory:
+    past `CACHE_SIZE` ids the oldest writer is dropped, from the wire format and from each
+    decoder, and fetched again when its id comes back."""
+    decode = wire.decoder("counts", None)
+    values = []
+    for i in range(CACHE_SIZE + 1):
+        schema = {"type": "record", "name": f"r{i}", "fields": [{"name": "n", "type": "int"}]}
+        values.append(frame(wire.source.register(f"s{i}-value", json.dumps(schema)), b"\x02"))
+    for value in values:
+        assert decode(value) == {"n": 1}
+    assert wire.source.lookups == CACHE_SIZE + 1 and len(wire._writers) == CACHE_SIZE
+    assert decode(values[-1]) == {"n": 1} and wire.source.lookups == CACHE_SIZE + 1
+    assert decode(values[0]) == {"n": 1}  # dropped from both: fetched again
+    assert wire.source.lookups == CACHE_SIZE + 2 and len(wire._writers) == CACHE_SIZE
