@@ -48,6 +48,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.backfill import arrow as on_arrow
+from framework.backfill.authentication import driver_settings
 from framework.backfill.frames import events as frames
 from framework.backfill.frames import max_timestamps
 from framework.backfill.plan import (
@@ -140,6 +141,7 @@ def backfill(
         )
     if spark is None:
         spark_version()  # Spark is an extra: say so before anything else
+        driver_settings(master, spark_conf or {})  # and a master's missing secret
     # the executors get the registry resolved here (their environment may not name it); a
     # registry that is down, or refuses an output's schema, fails here
     registry = resolve(pipeline, registry)

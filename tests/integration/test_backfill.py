@@ -7,6 +7,7 @@ killed with SIGKILL and run again."""
 from __future__ import annotations
 
 import collections
+import ipaddress
 import os
 import random
 import signal
@@ -39,6 +40,7 @@ from tests.support import (
     wait_until_resettable,
     write_job,
 )
+from tests.support_spark import listening_addresses, rpc_connects
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -398,6 +400,25 @@ def test_a_secret_in_spark_settings_is_on_no_command_line(kafka, tmp_path):
     assert any("org.apache.spark.deploy.SparkSubmit" in line for line in seen), "no Spark seen"
     assert not [line for line in seen if secret in line]
     assert secret not in output
+
+
+def test_the_local_driver_listens_on_loopback_and_refuses_a_client_without_its_secret(spark):
+    """A local master's driver (RPC and block manager, which serve the tasks and with them
+    the Kafka and registry secrets) listens on 127.0.0.1 alone, and its RPC takes only
+    clients that hold the application's secret, which Spark made for this session. (A wrong
+    secret cannot be tried from this JVM: Spark keeps a local application's secret in the
+    JVM's Hadoop credentials, which every client made in it uses; the standalone cluster's
+    test tries one.)"""
+    context = spark.sparkContext
+    rpc = int(context.getConf().get("spark.driver.port"))
+    blocks = context._jsc.sc().env().blockManager().blockManagerId().port()
+    for port in (rpc, blocks):
+        assert listening_addresses(port) == {ipaddress.ip_address("127.0.0.1")}, port
+    secret = context._jsc.sc().env().securityManager().getSecretKey()
+    jvm = context._jvm
+    assert not rpc_connects(jvm, rpc, "MapOutputTracker", {})
+    right = {"spark.authenticate": "true", "spark.authenticate.secret": secret}
+    assert rpc_connects(jvm, rpc, "MapOutputTracker", right)
 
 
 def test_the_first_backfill_writes_the_drivers_class_archive_whole_and_prints_nothing_of_it(
