@@ -6,6 +6,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+import psutil
+
 
 def rpc_connects(jvm: Any, port: int, endpoint: str, settings: dict[str, str]) -> bool:
     """Whether a client of Spark's RPC with `settings` (`spark.authenticate`, its secret, ...)
@@ -34,18 +36,8 @@ def listening_addresses(port: int) -> set[ipaddress.IPv4Address | ipaddress.IPv6
     """The local addresses on which a TCP socket of this machine listens on `port` (IPv4
     mapped into IPv6 shown as IPv4)."""
     found = set()
-    for table, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
-        with open(table) as rows:
-            for row in rows.readlines()[1:]:
-                local, state = row.split()[1], row.split()[3]
-                address, local_port = local.split(":")
-                if state != "0A" or int(local_port, 16) != port:  # 0A: LISTEN
-                    continue
-                # the kernel prints each 32-bit word of the address in host (little-endian) order
-                raw = b"".join(
-                    bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, width * 2, 8)
-                )
-                ip = ipaddress.ip_address(raw)
-                mapped = getattr(ip, "ipv4_mapped", None)
-                found.add(mapped or ip)
+    for connection in psutil.net_connections(kind="tcp"):
+        if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port:
+            address = ipaddress.ip_address(connection.laddr.ip)
+            found.add(getattr(address, "ipv4_mapped", None) or address)
     return found
