@@ -48,7 +48,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, verify  # noqa: E402
 from bench.throughput import PARTITIONS, Gate, Outputs, reference, word_count, zipf_words  # noqa: E402
+from framework.backfill import standalone as standalone_cluster  # noqa: E402
 from framework.backfill.standalone import client_conf, standalone  # noqa: E402
+from framework.private_files import write_private  # noqa: E402
 from tests.support import REPO  # noqa: E402
 
 QUICK_ARGS = ["--quick"]
@@ -84,18 +86,23 @@ class Cluster:
     """Where a backfill runs: `local[2]`, or `standalone-N` (started on first use)."""
 
     def __init__(self, master: str, stack: contextlib.ExitStack) -> None:
-        self.name, self.stack, self.url = master, stack, None
-        self.workers: tuple[int, ...] = ()
+        self.name, self.stack = master, stack
+        self.cluster: standalone_cluster.Cluster | None = None
+
+    @property
+    def workers(self) -> tuple[int, ...]:
+        return self.cluster.workers if self.cluster else ()
 
     def args(self, ws: common.Workspace, config: Path) -> list[str]:
         if not self.name.startswith("standalone-"):
             return ["--master", self.name]
-        if self.url is None:
+        if self.cluster is None:
             n = int(self.name.split("-")[1])
-            self.url, self.workers = self.stack.enter_context(standalone(workers=n, cores=1))
-        conf = client_conf(f"{ws.dir}{os.pathsep}{REPO}")
-        config.write_text("[spark]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in conf.items()))
-        return ["--master", self.url, "--config", str(config)]
+            self.cluster = self.stack.enter_context(standalone(workers=n, cores=1))
+        conf = client_conf(self.cluster, f"{ws.dir}{os.pathsep}{REPO}")
+        # it holds the cluster's secret: a file of this user's alone
+        write_private(config, "[spark]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in conf.items()))
+        return ["--master", self.cluster.url, "--config", str(config)]
 
 
 def run_backfill(ws: common.Workspace, name: str, words: str, expected: collections.Counter,

@@ -27,7 +27,8 @@ Exactly once across Spark retries, and why this way:
   more Spark tasks (`spark.default.parallelism`) make each one shorter.
 - The plan (ranges, split, watermarks) is written to the same topic before any task runs;
   a backfill that dies is run again with the same command and finishes that plan (its tasks'
-  ids, hence their completions, are the same) instead of making a new one.
+  ids, hence their completions, are the same) instead of making a new one, once it is seen
+  to be this computation's, as its topics are now (`stored_plan`).
 - Only once every task has committed do the marks, the group's offsets (through
   `send_offsets_to_transaction`) and the plan's `done` status commit, in one transaction:
   `logwheel run` then continues exactly where the backfill stopped. Streaming instances must
@@ -48,6 +49,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.backfill import arrow as on_arrow
+from framework.backfill.authentication import driver_settings
 from framework.backfill.frames import events as frames
 from framework.backfill.frames import max_timestamps
 from framework.backfill.plan import (
@@ -66,6 +68,7 @@ from framework.backfill.plan import (
     write_plan,
 )
 from framework.backfill.session import spark_version
+from framework.backfill.stored_plan import check_stored
 from framework.backfill.task import TaskSettings, run_task
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
@@ -140,6 +143,7 @@ def backfill(
         )
     if spark is None:
         spark_version()  # Spark is an extra: say so before anything else
+        driver_settings(master, spark_conf or {})  # and a master's missing secret
     # the executors get the registry resolved here (their environment may not name it); a
     # registry that is down, or refuses an output's schema, fails here
     registry = resolve(pipeline, registry)
@@ -148,6 +152,11 @@ def backfill(
     admin = AdminClient(client_config(bootstrap, kafka))
     refuse_live_members(admin, spec, then="backfill")
     ensure_topics(admin, [backfill_topic_spec(spec)])
+    stored = read_backfill_topic(bootstrap, backfill_topic(spec), kafka).get(PLAN_KEY)
+    plan = Plan.from_json(stored, pipeline_allowance(pipeline)) if stored else None
+    resumed = plan is not None and plan.status == "running"
+    if resumed:
+        check_stored(plan, spec, bootstrap, kafka)  # this computation's, as it is now
     own_session = spark is None
     if own_session:
         from framework.backfill.session import session
@@ -157,9 +166,6 @@ def backfill(
         spark = session(master, f"logwheel-backfill-{spec.group}", {**quiet, **(spark_conf or {})})
     timeline.append(("session", time.monotonic() - began))
     try:
-        stored = read_backfill_topic(bootstrap, backfill_topic(spec), kafka).get(PLAN_KEY)
-        plan = Plan.from_json(stored, pipeline_allowance(pipeline)) if stored else None
-        resumed = plan is not None and plan.status == "running"
         if resumed:
             log.info("%s: finishing the backfill plan %s left unfinished", spec.group, plan.id)
         else:
@@ -236,7 +242,7 @@ def _make_plan(
     highs = max_timestamps(spark, ranges, bootstrap, kafka, limits) if bounded else {}
     starts, _ = start_watermarks(bootstrap, spec, kafka)
     end = end_watermark(pipeline, spec, ranges, highs, bootstrap, kafka)
-    return Plan(
+    plan = Plan(
         computation=spec.name,
         ranges=ranges,
         # input keyed by its producer: a task per partition, no shuffle (frames.events)
@@ -251,6 +257,8 @@ def _make_plan(
         lag=lag,
         created_at=wall,
     )
+    # no task that could be given nothing (and a stored plan with more is refused)
+    return replace(plan, tasks=min(plan.tasks, plan.most_tasks()))
 
 
 def _bounded(pipeline: Pipeline, spec: ComputationSpec) -> bool:

@@ -123,6 +123,12 @@ class Plan:
     def records(self) -> int:
         return sum(r.end - r.start for r in self.ranges)
 
+    def most_tasks(self) -> int:
+        """The most tasks the plan can give anything to: one per row at most, the rows being
+        its records and its journals' (state, timers, ids) up to their ends."""
+        journals = (self.changelog_end, self.timers_end, self.ids_end)
+        return max(1, self.records() + sum(sum(ends.values()) for ends in journals))
+
 
 class PlanError(PipelineError):
     """A stored backfill plan that fails its checks; the message names the fix."""
@@ -258,13 +264,9 @@ def resolve_ranges(
     `start`) to `until` for its input streams, to the current end for its `.by-key` topics."""
     begin, finish = parse_point(start), parse_point(until)
     metadata = consumer.list_topics(timeout=30).topics
-    wanted: list[tuple[str, str, bool, str | int]] = []
-    for i in spec.inputs:
-        wanted.append((i.stream, i.stream, i.key is None, finish))
-        if i.key is not None:
-            wanted.append((spec.by_key(i.stream), i.stream, True, "latest"))
     ranges = []
-    for topic, stream, keyed, end_point in wanted:
+    for topic, (stream, keyed) in input_topics(spec).items():
+        end_point = finish if topic == stream else "latest"
         if topic not in metadata:
             raise PipelineError(f"topic {topic!r} does not exist: run `logwheel topics` first")
         tps = [TopicPartition(topic, p) for p in sorted(metadata[topic].partitions)]
@@ -275,6 +277,18 @@ def resolve_ranges(
             last = offset_at(consumer, tp, end_point, low, high)
             ranges.append(Range(topic, tp.partition, first, max(first, last), stream, keyed))
     return tuple(ranges)
+
+
+def input_topics(spec: ComputationSpec) -> dict[str, tuple[str, bool]]:
+    """Every topic a backfill of `spec` reads, with the input stream it carries and whether its
+    Kafka key is the computation's key (`Range.stream`, `Range.keyed`): each input stream,
+    and the `.by-key` topic of each input it re-keys."""
+    topics = {}
+    for i in spec.inputs:
+        topics[i.stream] = (i.stream, i.key is None)
+        if i.key is not None:
+            topics[spec.by_key(i.stream)] = (i.stream, True)
+    return topics
 
 
 def journal_ends(consumer: Consumer, topic: str, partitions: int) -> dict[int, int]:

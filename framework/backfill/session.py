@@ -6,21 +6,26 @@ the `[spark]` extra: without it, a backfill says what to install."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from framework.backfill.authentication import authenticates, driver_settings
 from framework.errors import ConfigurationError
 from framework.jvm.class_archive import ClassArchive
 from framework.jvm.jars import spark_jars
 from framework.kafka.config import java_settings
 from framework.private_files import write_private
+
+log = logging.getLogger(__name__)
 
 
 def spark_version() -> str:
@@ -59,8 +64,10 @@ the bound, which keeps large records from making batches of gigabytes, stays).""
 def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None = None):
     """A SparkSession (pyspark is imported only here, so nothing else pays for it). `conf`
     (the `[spark]` settings, keystore passwords among them) reaches Spark in a 0600 properties
-    file, never on spark-submit's command line, which `ps` shows to every local user. Its
-    Python workers are started once and reused by every task and job."""
+    file, never on spark-submit's command line, which `ps` shows to every local user, with
+    the settings that authenticate every connection of the application (`authentication.py`):
+    a master that needs a secret `conf` lacks fails here. Its Python workers are started once
+    and reused by every task and job."""
     version = spark_version()
     from pyspark.sql import SparkSession
 
@@ -73,7 +80,14 @@ def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None =
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "8")
     )
-    conf = conf or {}
+    conf = {**driver_settings(master, conf or {}), **(conf or {})}
+    if not authenticates(conf):
+        log.warning(
+            "[spark] spark.authenticate = false: whoever reaches the Spark master, driver or "
+            "executors of %s can run code as this user and read the Kafka and registry "
+            "secrets in its tasks",
+            master,
+        )
     # the connector on the driver's own classpath too, so that its classes are archived
     classpath = conf.get("spark.driver.extraClassPath", os.pathsep.join(_not_in_spark(jars)))
     archive = _driver_archive(version, classpath, conf)
@@ -85,12 +99,48 @@ def session(master: str = "local[*]", app: str = "logwheel", conf: dict | None =
     for key, value in defaults.items():
         if key not in conf:  # the builder's settings would win over the file's
             builder = builder.config(key, value)
-    with _properties_file(conf):
+    launching = _launch_for(conf)
+    with _properties_file(conf if launching else {}):
         spark = builder.getOrCreate()
+    if launching:
+        _launched_with.update(conf=dict(conf))
     jvm = getattr(spark.sparkContext._gateway, "proc", None)  # the JVM PySpark launched
     if archive is not None and jvm is not None:
         archive.keep_at_exit(jvm)
     return spark
+
+
+_launched_with: dict[str, dict] = {}
+"""The settings the running JVM read at its launch (`conf`), when a session launched it."""
+
+
+def _launch_for(conf: dict) -> bool:
+    """Whether the session about to start launches its JVM (and so reads `conf`). A JVM reads
+    its settings once, at its launch, and keeps a local application's secret in its Hadoop
+    credentials, where every later application in it would find it before its own: so a JVM
+    an earlier session launched with other settings, now stopped, is ended here, and the new
+    session launches one of its own. One with the same settings serves again; an active
+    session is what the builder returns anyway."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return True
+    if _launched_with.get("conf") == conf or SparkContext._active_spark_context is not None:
+        return False
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    if proc is not None:  # it exits when its stdin closes
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    SparkContext._gateway = SparkContext._jvm = None
+    _launched_with.clear()
+    return True
 
 
 def _artifact(jar: str) -> str:
@@ -129,7 +179,7 @@ def _properties_file(conf: dict) -> Iterator[None]:
         return
     directory = Path(tempfile.mkdtemp(prefix="logwheel-spark-"))  # mode 0700
     path = directory / "spark.properties"
-    write_private(path, "".join(f"{_escape(k)}={_escape(_text(v))}\n" for k, v in conf.items()))
+    write_private(path, properties_text(conf))
     previous = os.environ.get("PYSPARK_SUBMIT_ARGS")
     submit = previous or "pyspark-shell"
     os.environ["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {shlex.quote(str(path))} {submit}"
@@ -141,6 +191,11 @@ def _properties_file(conf: dict) -> Iterator[None]:
         else:
             os.environ["PYSPARK_SUBMIT_ARGS"] = previous
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def properties_text(conf: dict) -> str:
+    """`conf` as a Java properties file's text."""
+    return "".join(f"{_escape(k)}={_escape(_text(v))}\n" for k, v in conf.items())
 
 
 def _text(value: Any) -> str:

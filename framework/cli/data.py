@@ -109,7 +109,7 @@ def changelog_command(args: argparse.Namespace) -> int:
     import json
 
     from changelog import ChangelogTable
-    from framework.streaming.loading import kafka_settings
+    from framework.streaming.loading import kafka_settings, spark_settings
 
     bootstrap = bootstrap_from(args.bootstrap)
     if args.spark:
@@ -118,7 +118,7 @@ def changelog_command(args: argparse.Namespace) -> int:
         from changelog.spark import read_snapshot
         from framework.backfill.session import session
 
-        spark = session(args.master, "logwheel-changelog-dump")
+        spark = session(args.master, "logwheel-changelog-dump", spark_settings(args.config))
         try:
             snapshot = read_snapshot(
                 spark,

@@ -7,6 +7,7 @@ killed with SIGKILL and run again."""
 from __future__ import annotations
 
 import collections
+import ipaddress
 import os
 import random
 import signal
@@ -15,14 +16,26 @@ import sys
 import time
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from changelog import ChangelogTable
 from framework.backfill.driver import backfill
-from framework.backfill.plan import PLAN_KEY, Plan, backfill_topic, done_key, read_backfill_topic
+from framework.backfill.plan import (
+    PLAN_KEY,
+    Plan,
+    PlanError,
+    Range,
+    backfill_topic,
+    backfill_topic_spec,
+    done_key,
+    read_backfill_topic,
+    write_plan,
+)
 from framework.backfill.session import session
 from framework.core.pipeline import PipelineError
 from framework.kafka.collector import ID_HEADER
+from framework.kafka.topics import ensure_topics
 from framework.ops.reset import reset
 from framework.serde.codecs import decoder_for
 from framework.streaming.injector import Injector
@@ -39,6 +52,7 @@ from tests.support import (
     wait_until_resettable,
     write_job,
 )
+from tests.support_spark import listening_addresses, rpc_connects
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -369,6 +383,33 @@ def test_a_killed_backfill_run_again_finishes_its_plan_once(kafka, tmp_path, spa
     assert plan.status == "done"
 
 
+def test_an_unfinished_plan_naming_another_topic_is_refused_before_anything_runs(kafka, tmp_path):
+    """Whoever may write the `.backfill` topic stores a running plan for split-words that reads
+    the counts topic in a million tasks: the backfill refuses it in one line naming the topic,
+    before Spark starts, and has read, written and committed nothing. (A plan of its own is
+    finished: the killed backfill above.)"""
+    wc = Wordcount(kafka, tmp_path)
+    wc.send_lines(20)
+    spec = wc.pipeline["split-words"]
+    elsewhere = Range(wc.counts_topic, 0, 0, 1, wc.lines_topic, False)
+    forged = Plan(computation=spec.name, ranges=(elsewhere,), tasks=1_000_000, changelog_end={},
+                  timers_end={}, start_watermarks={}, end_watermark=None, lag=0)  # fmt: skip
+    ensure_topics(AdminClient({"bootstrap.servers": kafka}), [backfill_topic_spec(spec)])
+    write_plan(kafka, spec, forged, None)
+
+    with pytest.raises(PlanError, match=f"reads topic '{wc.counts_topic}', which is none of"):
+        backfill(wc.pipeline, "split-words", bootstrap=kafka, master="local[1]")
+
+    assert Plan.from_json(read_backfill_topic(kafka, backfill_topic(spec))[PLAN_KEY]) == forged
+    consumer = Consumer({"bootstrap.servers": kafka, "group.id": spec.group})
+    try:
+        committed = consumer.committed([TopicPartition(wc.lines_topic, 0)], timeout=30)
+    finally:
+        consumer.close()
+    assert committed[0].offset < 0
+    assert read_topic(kafka, f"{wc.prefix}words", idle=1) == []
+
+
 # -- secrets --------------------------------------------------------------------------------
 
 
@@ -398,6 +439,25 @@ def test_a_secret_in_spark_settings_is_on_no_command_line(kafka, tmp_path):
     assert any("org.apache.spark.deploy.SparkSubmit" in line for line in seen), "no Spark seen"
     assert not [line for line in seen if secret in line]
     assert secret not in output
+
+
+def test_the_local_driver_listens_on_loopback_and_refuses_a_client_without_its_secret(spark):
+    """A local master's driver (RPC and block manager, which serve the tasks and with them
+    the Kafka and registry secrets) listens on 127.0.0.1 alone, and its RPC takes only
+    clients that hold the application's secret, which Spark made for this session. (A wrong
+    secret cannot be tried from this JVM: Spark keeps a local application's secret in the
+    JVM's Hadoop credentials, which every client made in it uses; the standalone cluster's
+    test tries one.)"""
+    context = spark.sparkContext
+    rpc = int(context.getConf().get("spark.driver.port"))
+    blocks = context._jsc.sc().env().blockManager().blockManagerId().port()
+    for port in (rpc, blocks):
+        assert listening_addresses(port) == {ipaddress.ip_address("127.0.0.1")}, port
+    secret = context._jsc.sc().env().securityManager().getSecretKey()
+    jvm = context._jvm
+    assert not rpc_connects(jvm, rpc, "MapOutputTracker", {})
+    right = {"spark.authenticate": "true", "spark.authenticate.secret": secret}
+    assert rpc_connects(jvm, rpc, "MapOutputTracker", right)
 
 
 def test_the_first_backfill_writes_the_drivers_class_archive_whole_and_prints_nothing_of_it(

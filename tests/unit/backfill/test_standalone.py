@@ -16,14 +16,17 @@ from framework.backfill import standalone
 from framework.errors import ConfigurationError
 
 
-def test_the_driver_is_on_loopback_and_executors_import_its_modules(monkeypatch):
+def test_the_driver_holds_the_secret_is_on_loopback_and_executors_import_its_modules(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/repo")
-    conf = standalone.client_conf()
+    cluster = standalone.Cluster("spark://127.0.0.1:1", (), "s3cret", "http://127.0.0.1:2")
+    conf = standalone.client_conf(cluster)
     assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "127.0.0.1"
+    assert conf["spark.authenticate"] == "true" and conf["spark.authenticate.secret"] == "s3cret"
+    assert conf["spark.network.crypto.enabled"] == "true"
     assert conf["spark.executorEnv.PYTHONPATH"] == "/repo"
-    assert standalone.client_conf("/other")["spark.executorEnv.PYTHONPATH"] == "/other"
+    assert standalone.client_conf(cluster, "/other")["spark.executorEnv.PYTHONPATH"] == "/other"
     monkeypatch.delenv("PYTHONPATH")
-    assert "spark.executorEnv.PYTHONPATH" not in standalone.client_conf()
+    assert "spark.executorEnv.PYTHONPATH" not in standalone.client_conf(cluster)
 
 
 class MasterUI:
