@@ -14,6 +14,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from framework.broker.cluster import Cluster
 from framework.broker.readiness import QUIET
+from framework.broker.settings import BrokerError
 from framework.jvm.process import any_free_port
 from tests.support import TRANSACTIONS_LOG4J, Wordcount, unique_name
 from tests.support_toxiproxy import Toxiproxy, toxiproxy_server
@@ -40,22 +41,38 @@ def running_cluster(
     """A started three-node cluster under `home` (free ports, broker `settings` added), and,
     if `proxied`, a Toxiproxy server whose proxy `node-I` stands between the clients and node
     I (else None). Every node and the proxy are stopped at the end, whatever happened."""
-    with contextlib.ExitStack() as stack:
-        proxy = None
-        advertised = None
-        if proxied:
-            home.mkdir(parents=True, exist_ok=True)
-            proxy = stack.enter_context(toxiproxy_server(home / "toxiproxy.log"))
-            advertised = {i: any_free_port() for i in (1, 2, 3)}
-        cluster = Cluster(
-            home, 3, advertised_ports=advertised, settings=settings, jvm_opts=NODE_JVM_OPTS
-        )
-        stack.callback(cluster.stop)
-        if proxy is not None:
-            for node, ports in cluster.ports().items():
-                proxy.create(f"node-{node}", ports["advertised"], ports["port"])
-        cluster.start(say=lambda _: None)
-        yield cluster, proxy
+    for attempt, where in ((1, home), (2, home.with_name(f"{home.name}-2"))):
+        with contextlib.ExitStack() as stack:
+            try:
+                cluster, proxy = _started(where, proxied, settings, stack)
+            except BrokerError as error:
+                # Ports are chosen free, and another test's process may bind one before the
+                # node's JVM does (seen once, beside other sessions' tests): again, new ports.
+                if attempt == 2 or "BindException" not in str(error):
+                    raise
+                continue
+            yield cluster, proxy
+            return
+
+
+def _started(
+    home: Path, proxied: bool, settings: dict[str, str] | None, stack: contextlib.ExitStack
+) -> tuple[Cluster, Toxiproxy | None]:
+    proxy = None
+    advertised = None
+    if proxied:
+        home.mkdir(parents=True, exist_ok=True)
+        proxy = stack.enter_context(toxiproxy_server(home / "toxiproxy.log"))
+        advertised = {i: any_free_port() for i in (1, 2, 3)}
+    cluster = Cluster(
+        home, 3, advertised_ports=advertised, settings=settings, jvm_opts=NODE_JVM_OPTS
+    )
+    stack.callback(cluster.stop)
+    if proxy is not None:
+        for node, ports in cluster.ports().items():
+            proxy.create(f"node-{node}", ports["advertised"], ports["port"])
+    cluster.start(say=lambda _: None)
+    return cluster, proxy
 
 
 class Feeder:

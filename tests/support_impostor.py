@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 
 LIVENESS_S = 30.0
 """A bound on the impostor's start on a loaded machine; never a measure of speed."""
@@ -44,8 +45,10 @@ def spawn(port: int, *arguments: str, user: int | None = None) -> subprocess.Pop
     if user is not None:  # a Python it may run (ours may lie under a private home)
         python = shutil.which("python3", path="/usr/bin:/usr/local/bin") or python
         ids = {"user": user, "group": user, "extra_groups": []}
+    # its source on the command line: another user may not read this checkout (a clone
+    # under a 0700 directory, as mktemp -d makes)
     child = subprocess.Popen(
-        [python, __file__, str(port), *arguments],
+        [python, "-c", Path(__file__).read_text(), str(port), *arguments],
         start_new_session=True,
         stdin=subprocess.DEVNULL,
         **ids,
