@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from framework.core.metrics import REBALANCES
-from framework.errors import ForgedRecord, Rejoin, Retry
+from framework.errors import ForgedRecord, Rejoin, Retry, TimedOut
 from framework.kafka.errors import group_event, reaching_kafka
 from framework.kafka.output import ComputationIO
 from framework.state.restore import Restorer
@@ -31,6 +31,7 @@ from framework.state.tables import Tables
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.committer import Committer
 from framework.streaming.holds import Holds
+from framework.streaming.hung_calls import HungCalls
 from framework.streaming.meter import Meter
 from framework.streaming.refused_records import RefusedRecords
 from framework.streaming.task import InputPartition, Task
@@ -81,6 +82,7 @@ class Membership:
         holds: Holds,
         meter: Meter,
         pace: Pace = Pace(),  # noqa: B008 - frozen
+        hung: HungCalls | None = None,
     ) -> None:
         self._io, self._spec, self._collector = io, io.spec, io.collector
         self._consumer = consumer
@@ -99,6 +101,10 @@ class Membership:
         self._lost = False
         self._rewind = False  # an aborted commit: re-run from the last committed state
         self._failure: BaseException | None = None  # met in a rebalance callback
+        self._hung = hung  # records and timers whose hook calls were abandoned
+        if hung:  # dead-lettered at "timeout" when met, as refused records are
+            timed_out = {p: TimedOut(why) for p, why in hung.records().items()}
+            self._collector.poisoned.update(timed_out)
         consumer.subscribe(
             self._spec.consumed_topics,
             on_assign=self._on_assign,
@@ -135,7 +141,9 @@ class Membership:
         committer, refused, holds = self._committer, self._refused_records, self._holds
         meter, collector, routes = self._meter, self._collector, tasks.routes
         interval, batch, quiet = self._pace.commit_interval_s, self._pace.max_batch, 0
+        calls = tasks.calls
         while not stop.is_set():
+            calls.rounds += 1  # the watchdog's sign of progress
             max_batch = 1 if refused.searching else batch
             if self._dirty or tasks.restoring:
                 msgs = consumer.consume(max_batch, 0)
@@ -216,6 +224,8 @@ class Membership:
         self._refused_records.committed(committed, self._committer.refusal)
         if not committed:
             self._rewind = True
+        elif self._hung:  # the records dead-lettered at "timeout" are done with
+            self._hung.passed({(i.topic, i.partition): i.position for i in self._tasks.inputs()})
 
     # -- rebalance callbacks: register, never restore --------------------------------------
     # An exception must not leave a callback through the client: confluent-kafka keeps it

@@ -56,16 +56,26 @@ class Count(Computation):
 
 
 class Parts:
-    """A membership of computation `count` of partitions in-0 and in-1, made of stand-ins."""
+    """A membership of computation `count` of partitions in-0 and in-1, made of stand-ins;
+    `offsets`, the group's committed offsets, shared with an earlier membership if given."""
 
-    def __init__(self, tmp_path, pace: Pace) -> None:
+    def __init__(
+        self,
+        tmp_path,
+        pace: Pace,
+        offsets: dict | None = None,
+        computation: type[Computation] = Count,
+        **membership,
+    ) -> None:
         handled.clear()
         away.clear()
         pipeline = Pipeline("loop", partitions=2).source("in")
-        pipeline.computation("count", Count, inputs={"in": None}, outputs={"counts": None})
+        pipeline.computation(
+            "count", computation, inputs={"in": None}, outputs={"counts": None}, hook_timeout_ms=300
+        )
         spec = pipeline["count"]
         self.log: list = []  # the producer's calls, and the consumer's consume and poll
-        self.offsets: dict[tuple[str, int], int] = {}  # the group's committed offsets
+        self.offsets: dict[tuple[str, int], int] = {} if offsets is None else offsets
         self.consumer = FakeConsumer(self.offsets, self.log)
         self.collector = FakeCollector(self.log, self.offsets)
         self.producer = self.collector.producer
@@ -73,7 +83,16 @@ class Parts:
         partitions = {"in": 2, "counts": 2}
         policy = ErrorPolicy(spec.group, spec.on_error)
         io = ComputationIO(pipeline, spec, self.collector, partitions, policy)
-        tasks = TaskManager(io, self.consumer, FakeAdmin(), self.channels, self.restorer, tmp_path)
+        tasks = TaskManager(
+            io,
+            self.consumer,
+            FakeAdmin(),
+            self.channels,
+            self.restorer,
+            tmp_path,
+            calls=membership.get("calls"),
+            hung=membership.get("hung"),
+        )
         self.tasks, self.spec = tasks, spec
         self.membership = Membership(
             io,
@@ -87,6 +106,7 @@ class Parts:
             holds=Holds(spec, self.consumer, self.consumer.clock),
             meter=Meter(spec.name, self.consumer, self.collector),
             pace=pace,
+            hung=membership.get("hung"),
         )
 
     def run_until(self, done, rounds: int = 300) -> None:
@@ -363,3 +383,4 @@ def test_records_go_to_their_task_a_run_of_one_partition_at_a_time(tmp_path):
     spec = Pipeline("p").source("in").computation("c", Count, inputs={"in": None})["c"]
     membership_module._handle_runs(msgs, routes, Holds(spec, FakeConsumer()))
     assert task.runs == [("a0", [5, 6, 7]), ("a1", [3]), ("b0", [9]), ("a0", [8]), ("a0", [9])]
+
