@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY
 import framework.streaming.lifetime as lifetime
 from framework import Computation, Pipeline
 from framework.kafka.errors import Unreachable
+from framework.streaming import committer as committer_mod
 from framework.streaming.hung_calls import HungCalls
 from framework.streaming.join import describe_timeout
 from framework.streaming.lifetime import Runner
@@ -169,6 +170,42 @@ def _runner_of_fakes(tmp_path, monkeypatch, stop, arrange, owns_process=False) -
     monkeypatch.setattr(lifetime, "join", join)
     monkeypatch.setattr(lifetime.time, "sleep", lambda s: None)
     return made
+
+
+def test_a_client_call_blocked_for_good_ends_the_membership_and_the_runner_joins_again(
+    tmp_path, monkeypatch, caplog
+):
+    """The stuck `send_offsets_to_transaction` of the cluster chaos runs (librdkafka#5456),
+    blocking forever in a stand-in: past its timeout and a margin the call is left behind,
+    a log line names it, a counter counts it, the membership ends uncommitted and the runner
+    joins again; the next membership commits everything, once."""
+    from tests.unit.streaming.test_membership import Count
+
+    monkeypatch.setattr(committer_mod, "STEP_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(committer_mod, "LEFT_BEHIND_S", 0.3)
+    release, stop = threading.Event(), threading.Event()
+
+    def arrange(parts, n: int) -> None:
+        if n == 0:
+
+            def send_offsets_to_transaction(*args):
+                release.wait()
+
+            parts.producer.send_offsets_to_transaction = send_offsets_to_transaction
+
+    made = _runner_of_fakes(tmp_path, monkeypatch, stop, arrange)
+    labels = {"computation": "count", "call": "send_offsets_to_transaction"}
+    before = REGISTRY.get_sample_value("logwheel_stuck_calls_total", labels) or 0
+    pipeline = Pipeline("loop", partitions=2).source("in")
+    pipeline.computation("count", Count, inputs={"in": None}, outputs={"counts": None})
+    with caplog.at_level("WARNING"):
+        Runner(pipeline, "count", bootstrap="127.0.0.1:1", state_dir=tmp_path).run(stop)
+    release.set()
+    assert "send_offsets_to_transaction has not returned after 0.4 s: left behind" in caplog.text
+    assert "rejoining the group: send_offsets_to_transaction still blocked" in caplog.text
+    assert REGISTRY.get_sample_value("logwheel_stuck_calls_total", labels) == before + 1
+    assert len(made) == 2 and made[0].producer.committed == []
+    assert made[1].counts() == {"a": [1, 2], "b": [1], "c": [1, 2]}
 
 
 def test_a_hook_blocked_for_good_is_dead_lettered_at_timeout_and_the_rest_counted_once(tmp_path):
