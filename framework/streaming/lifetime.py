@@ -79,7 +79,7 @@ class Runner:
                 f"{error}): fix its constructor or the factory passed to pipeline.computation"
             ) from error
         lock = lock_state_dir(self.dir)
-        self.watchdog = start_watchdog(self.spec, self.dir, self.owns_process)
+        self.watchdog = start_watchdog(self.spec, self.dir, stop if self.owns_process else None)
         try:
             partitions = self._retrying(stop, "starting", self._start)
             instance = instance_id(self.dir, self.instance_id)

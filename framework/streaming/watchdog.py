@@ -13,9 +13,9 @@ starved of CPU does not time its hooks out). A hook call past `hook_timeout_ms`:
    raises). The membership ends uncommitted; the next one goes on from the last commit and
    dead-letters the record at stage "timeout";
 2. still running `margin_s` later (a C call that waits on regardless of signals, a hook that
-   swallows the exception, signals blocked), the process starts again in place (`os.execv` of
-   its own command line: same pid, `logwheel run` stays up), and the new image dead-letters the
-   record, read back from disk;
+   swallows the exception, signals blocked), the process starts again in place
+   (framework/streaming/in_place.py: same pid, `logwheel run` stays up; one asked to stop ends
+   instead), and the new image dead-letters the record, read back from disk;
 3. if the main thread holds the GIL for good, no thread of the process runs, this one
    included: the dead-man switch (framework/streaming/dead_man.py) ends the process after
    `hook_timeout_ms + 2 margin_s` (10 s at least); the supervisor of `logwheel run` starts
@@ -31,10 +31,8 @@ another program (a test) is only watched, logged and counted.
 
 from __future__ import annotations
 
-import contextlib
 import linecache
 import logging
-import os
 import signal
 import sys
 import threading
@@ -50,6 +48,7 @@ from framework.errors import Abandoned
 from framework.streaming.calls import Calls, CallSlot, DurableCalls
 from framework.streaming.dead_man import DeadMan
 from framework.streaming.hung_calls import HungCalls, call_of, describe
+from framework.streaming.in_place import Restart
 
 log = logging.getLogger(__name__)
 
@@ -241,11 +240,14 @@ class Watchdog:
             self.calls.slot.close()
 
 
-def start_watchdog(spec: ComputationSpec, directory: Path, owns_process: bool) -> Watchdog:
+def start_watchdog(
+    spec: ComputationSpec, directory: Path, stop: threading.Event | None = None
+) -> Watchdog:
     """The watchdog of a runner of `spec` whose state directory is `directory`, started; with
-    `owns_process`, one that interrupts the main thread, restarts the process and arms the
-    dead-man switch. A previous process ended by the switch is reported here: the call its
-    slot names is remembered, or, unknown, the calls of this process are recorded durably."""
+    `stop`, the runner owns its process and runs in its main thread: the watchdog interrupts
+    that thread, starts the process again in place (unless stopping) and arms the dead-man
+    switch. A previous process ended by the switch is reported here: the call its slot names
+    is remembered, or, unknown, the calls of this process are recorded durably."""
     hung = HungCalls(directory)
     bounds = Bounds.of(spec)
     dead_man = DeadMan(directory, bounds.dead_man_s)
@@ -274,12 +276,12 @@ def start_watchdog(spec: ComputationSpec, directory: Path, owns_process: bool) -
         slot.unlink(missing_ok=True)
     calls = DurableCalls(CallSlot(slot)) if durable else Calls()
     powers: dict[str, Any] = {}
-    if owns_process:
+    if stop is not None:
         main = threading.main_thread().ident
         assert main is not None
         powers = {
             "interrupt": lambda: signal.pthread_kill(main, INTERRUPT),
-            "restart": restart_in_place,
+            "restart": Restart(stop),
             "dead_man": dead_man,
         }
     return Watchdog(spec, calls, hung, bounds, **powers).start()
@@ -295,25 +297,3 @@ def main_call() -> tuple[str, str]:
     source = linecache.getline(code.co_filename, frame.f_lineno).strip()
     where = f"{code.co_qualname} ({Path(code.co_filename).name}:{frame.f_lineno}: {source})"
     return code.co_qualname, where
-
-
-def restart_in_place() -> None:
-    """Replace this process by a new run of its own command line (same pid, same arguments and
-    environment), with nothing of this one but standard input and output: its stuck thread,
-    clients, stores and locks go with the old image."""
-    flushing = threading.Thread(target=_flush_logs, daemon=True)
-    flushing.start()
-    flushing.join(1.0)  # a stuck main thread may hold a stream's lock: never wait for it
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd > 2:
-            with contextlib.suppress(OSError):
-                os.set_inheritable(fd, False)
-    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
-
-
-def _flush_logs() -> None:
-    for handler in logging.getLogger().handlers:
-        handler.flush()
-    sys.stdout.flush()
-    sys.stderr.flush()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -220,18 +221,18 @@ def test_durable_calls_leave_the_call_in_progress_on_disk(tmp_path):
 
 def test_a_death_by_the_dead_man_switch_names_its_call_or_makes_the_next_calls_durable(tmp_path):
     (tmp_path / DUMP).write_text("Timeout (0:00:12)!\nThread 0x1 (most recent call first):\n")
-    watchdog = start_watchdog(SPEC, tmp_path, owns_process=False)  # no slot: not known
+    watchdog = start_watchdog(SPEC, tmp_path)  # no slot: not known
     watchdog.close()
     assert isinstance(watchdog.calls, DurableCalls) and not watchdog.hung
     # that process wrote its calls down; the second death is the switch's again
     CallSlot(tmp_path / SLOT).write(_msg(42))
     (tmp_path / DUMP).write_text("Timeout (0:00:12)!\n")
-    watchdog = start_watchdog(SPEC, tmp_path, owns_process=False)
+    watchdog = start_watchdog(SPEC, tmp_path)
     watchdog.close()
     assert not isinstance(watchdog.calls, DurableCalls)
     assert "held the GIL" in watchdog.hung.records()[("in", 0, 42)]
     assert not (tmp_path / SLOT).exists() and (tmp_path / DUMP).read_text() == ""
-    watchdog = start_watchdog(SPEC, tmp_path, owns_process=False)  # dealt with: no death now
+    watchdog = start_watchdog(SPEC, tmp_path)  # dealt with: no death now
     watchdog.close()
     assert not isinstance(watchdog.calls, DurableCalls)
 
@@ -239,7 +240,7 @@ def test_a_death_by_the_dead_man_switch_names_its_call_or_makes_the_next_calls_d
 # -- in processes of their own ------------------------------------------------------------
 
 SCENARIO = """
-import ctypes, os, sys, time, threading
+import ctypes, os, signal, sys, time, threading
 from pathlib import Path
 from confluent_kafka import Message
 from framework import Computation, Pipeline
@@ -254,7 +255,9 @@ watchdog.DEAD_MAN_MIN_S = 2.0  # the test's machine is not that loaded: 0.5 + 2 
 spec = Pipeline("p").source("in").computation(
     "c", Noop, inputs={"in": None}, hook_timeout_ms=500)["c"]
 home = Path(sys.argv[2])
-dog = start_watchdog(spec, home, owns_process=True)
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())  # as `logwheel run` does
+dog = start_watchdog(spec, home, stop)
 print("start", os.getpid(), flush=True)
 if (home / "second").exists():
     print("again", sorted(dog.hung.records()), "fd 100 open:", os.path.exists("/proc/self/fd/100"))
@@ -263,6 +266,7 @@ if (home / "second").exists():
 r, w = os.pipe()
 os.dup2(r, 100)  # inheritable, as a library's descriptors may be
 dog.calls.calling = Message(topic="in", partition=0, offset=int(sys.argv[3]), value=b"")
+print("hooked", flush=True)
 try:
     {hook}
 except Abandoned as why:
@@ -270,19 +274,29 @@ except Abandoned as why:
 """
 
 
-def _scenario(tmp_path: Path, hook: str, offset: int = 5, timeout: float = 60):
+def _start(tmp_path: Path, hook: str, offset: int = 5) -> subprocess.Popen:
     script = tmp_path / "scenario.py"
     script.write_text(SCENARIO.replace("{hook}", hook))
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
+    return subprocess.Popen(
         [sys.executable, str(script), "x", str(home), str(offset)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
         env=env,
     )
+
+
+def _scenario(tmp_path: Path, hook: str, offset: int = 5, timeout: float = 60):
+    process = _start(tmp_path, hook, offset)
+    out, err = process.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+MUTEX = "m = ctypes.create_string_buffer(64); lib = ctypes.CDLL(None)\n"
+MUTEX += "    lib.pthread_mutex_lock(m); lib.pthread_mutex_lock(m)"
 
 
 def test_a_hook_asleep_is_interrupted_in_place(tmp_path):
@@ -296,15 +310,27 @@ def test_a_hook_in_a_wait_no_signal_ends_starts_its_process_again_in_place(tmp_p
     signals (a C library's own wait does the same); the GIL is released, so the watchdog
     starts the process again in place: same pid, the call remembered, no fd of the old image
     but standard input and output."""
-    hook = "m = ctypes.create_string_buffer(64); lib = ctypes.CDLL(None)\n"
-    hook += "    lib.pthread_mutex_lock(m); lib.pthread_mutex_lock(m)"
-    done = _scenario(tmp_path, hook, offset=8)
+    done = _scenario(tmp_path, MUTEX, offset=8)
     assert done.returncode == 0, done.stderr
     starts = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("start")]
     assert len(starts) == 2 and starts[0] == starts[1], done.stdout  # one pid, two images
     again = done.stdout.split("again ", 1)[1]
     assert again.strip() == "[('in', 0, 8)] fd 100 open: False", done.stdout
     assert "the hook call on record in[0]@8 is still running 1 s after" in done.stderr
+
+
+def test_a_process_asked_to_stop_while_stuck_ends_instead_of_starting_again(tmp_path):
+    """SIGTERM to a process whose main thread waits where no signal ends it: its Python
+    handler never runs (the main thread runs those), yet the watchdog reads the signal from
+    the interpreter's wakeup fd and ends the process when it would have started it again."""
+    process = _start(tmp_path, MUTEX)
+    assert process.stdout.readline().startswith("start")
+    assert process.stdout.readline() == "hooked\n"
+    time.sleep(0.2)  # in the wait by now: a bound the test's own speed cannot break
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "asked to stop: ending the process instead" in err and "start" not in out
 
 
 def test_a_hook_holding_the_gil_is_ended_by_the_dead_man_switch(tmp_path):
@@ -321,7 +347,7 @@ def test_a_hook_holding_the_gil_is_ended_by_the_dead_man_switch(tmp_path):
 
 
 def test_the_watchdog_thread_is_a_daemon_that_close_ends(tmp_path):
-    watchdog = start_watchdog(SPEC, tmp_path, owns_process=False)
+    watchdog = start_watchdog(SPEC, tmp_path)
     thread = [t for t in threading.enumerate() if t.name == "p.c.watchdog"][0]
     assert thread.daemon
     watchdog.close()
