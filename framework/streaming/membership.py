@@ -168,7 +168,7 @@ class Membership:
                 continue
             if self._tables is not None:
                 self._sync_tables(msgs)
-            if refused.active:
+            if refused.isolating(routes):
                 refused.handle(msgs, routes, holds)
             else:
                 _handle_runs(msgs, routes, holds)
@@ -232,8 +232,11 @@ class Membership:
         self._refused_records.committed(committed, self._committer.refusal)
         if not committed:
             self._rewind = True
-        elif self._hung:  # the records dead-lettered at "timeout" are done with
-            self._hung.passed({(i.topic, i.partition): i.position for i in self._tasks.inputs()})
+            return
+        positions = {(i.topic, i.partition): i.position for i in self._tasks.inputs()}
+        self._refused_records.passed(positions)
+        if self._hung:  # the records dead-lettered at "timeout" are done with
+            self._hung.passed(positions)
 
     # -- rebalance callbacks: register, never restore --------------------------------------
     # An exception must not leave a callback through the client: confluent-kafka keeps it

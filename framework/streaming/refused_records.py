@@ -43,6 +43,19 @@ class RefusedRecords:
         """Whether records go through `handle` (one at a time) instead of in runs."""
         return self.searching or bool(self.collector.poisoned)
 
+    def isolating(self, routes: Routes) -> bool:
+        """`active` for a membership reading `routes`: a record found bad in a partition read
+        elsewhere (another process owns it now) slows nothing here."""
+        poisoned = self.collector.poisoned
+        return self.searching or (bool(poisoned) and any((t, p) in routes for t, p, _ in poisoned))
+
+    def passed(self, positions: dict[tuple[str, int], int]) -> None:
+        """Forget the records found bad below their partition's committed position: their
+        dead letters committed, or another process went past them."""
+        poisoned = self.collector.poisoned
+        for t, p, o in [k for k in poisoned if k[2] < positions.get(k[:2], -1)]:
+            del poisoned[t, p, o]
+
     def handle(self, msgs: list[Message], routes: Routes, holds: Holds) -> None:
         """Each record's position is kept, and one found refused (or abandoned) is
         dead-lettered at its stage instead of run (one held for a service that does not

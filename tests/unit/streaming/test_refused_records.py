@@ -117,3 +117,25 @@ def test_the_loop_finds_the_refused_record_dead_letters_it_and_the_rest_flows(
     assert parts.counts() == {"a": [1], "b": [1], "c": [1]}
     assert parts.dead_letters() == [b"x"]
     assert len(reads) == 1
+
+
+def test_a_record_found_bad_elsewhere_or_behind_the_committed_position_slows_nothing(
+    monkeypatch,
+):
+    """Records are handled one at a time only while a record found bad (a refused production,
+    a hook abandoned: framework/streaming/hung_calls.py) lies in a partition this membership
+    reads, ahead of its committed position: one another process owns, or one committed past,
+    leaves the runs as they are."""
+    from framework.errors import TimedOut
+
+    search, _ = _search(monkeypatch)
+    poisoned = search.collector.poisoned
+    poisoned[("in", 1, 4)] = TimedOut("abandoned")  # in-1 is another process's
+    routes = {("in", 0): (_Task(), _Inp())}
+    assert not search.isolating(routes)
+    poisoned[("in", 0, 7)] = TimedOut("abandoned")
+    assert search.isolating(routes)
+    search.passed({("in", 0): 7})
+    assert search.isolating(routes)  # not yet past it
+    search.passed({("in", 0): 8, ("in", 1): 2})
+    assert not search.isolating(routes) and list(poisoned) == [("in", 1, 4)]
