@@ -71,6 +71,9 @@ INTERRUPT = signal.SIGRTMIN + 5 if hasattr(signal, "SIGRTMIN") else signal.SIGUS
 
 @dataclass(frozen=True)
 class Bounds:
+    """How long a hook call may run (`hook_timeout_ms`), how long an interrupted one is given
+    to return, and how long the main thread may go without progress outside hooks."""
+
     hook_s: float
     margin_s: float
     stall_s: float = STALL_S
