@@ -22,7 +22,12 @@ each kind names the reaction, so the code that catches it needs no case analysis
   dead-letter topic (or is skipped, by the computation's error policy) and the rest flows;
   `LateRecord`, one that came too late, follows the late policy instead; `FutureRecord` (a
   source record stamped beyond the skew allowance) and `ForgedRecord` (an internal record no
-  logwheel writer could have written) are always dead-lettered, never stopped on.
+  logwheel writer could have written) are always dead-lettered, never stopped on;
+  `TimedOut`, a record whose hook call ran past `hook_timeout_ms`, goes to the dead-letter
+  topic at stage "timeout" by the error policy.
+- `Abandoned` (a `BaseException`, so that no `except Exception` in a hook keeps it): the
+  watchdog interrupted a call of the main thread that ran past its bound; the membership ends
+  and the work starts again from the last commit.
 """
 
 from __future__ import annotations
@@ -104,3 +109,20 @@ class ForgedRecord(BadRecord):
     written: no offsets for the partition it speaks for, offsets beyond the partition's end, a
     time beyond the skew allowance, or bytes that do not decode. Refused, never applied, and
     dead-lettered at stage "watermark" or "timers", never stopped on."""
+
+
+class TimedOut(BadRecord):
+    """A record (or timer) whose hook call ran past `hook_timeout_ms` and was abandoned
+    (framework/streaming/watchdog.py): dead-lettered at stage "timeout" when the work, started
+    again from the last commit, meets it — its hook is never called again."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("timeout", reason)
+
+
+class Abandoned(BaseException):
+    """Raised in the main thread by the watchdog's signal: the call it was in ran past its
+    bound (a hook past `hook_timeout_ms`, a client call that made no progress). A
+    `BaseException`, like KeyboardInterrupt, so a hook's `except Exception` cannot keep it; the
+    membership ends uncommitted and the runner joins again (its record, remembered, is
+    dead-lettered as `TimedOut`)."""

@@ -10,6 +10,7 @@ and the driver decides when changes are durable (`changes()` ... `committed()`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 from framework.core.api import EVENT, MIN_TIME, PROCESSING, Computation, Record, Timer
@@ -62,8 +63,14 @@ class Executor:
         state_max_bytes: int | None = None,
         tables: Mapping[str, Any] | None = None,
         ids: IdBackend | None = None,
+        calls: Any = None,
+        screen_timer: Callable[[str, Timer], bool] | None = None,
     ) -> None:
         self.spec = spec
+        # `calls.calling` names the timer whose hook runs, for a watchdog (streaming/calls.py);
+        # `screen_timer(key, timer)` True: the driver dealt with that firing (dead-lettered it)
+        self.calls = SimpleNamespace(calling=None) if calls is None else calls
+        self.screen_timer = screen_timer
         self.computation: Computation = spec.factory()
         self.output = output
         self.clock = clock
@@ -246,9 +253,11 @@ class Executor:
         return self._timers.earliest(PROCESSING)
 
     def _fire(self, key: str, timer: Timer) -> None:
-        cause = f"timer|{key}|{timer.tag}|{timer.time}"
-        ctx = self._ctx
-        ctx._bind(key, timer.time, cause)
+        if self.screen_timer is not None and self.screen_timer(key, timer):
+            return
+        ctx, calls = self._ctx, self.calls
+        ctx._bind(key, timer.time, f"timer|{key}|{timer.tag}|{timer.time}")
+        calls.calling = (key, timer)
         try:
             self.computation.process_timer(ctx, timer)
             ctx._finish()
@@ -257,15 +266,21 @@ class Executor:
             raise
         except Exception as error:
             ctx._abort()
-            record = Record(
-                key,
-                {"timer": timer.tag, "time": timer.time, "domain": timer.domain},
-                timer.time,
-                "<timer>",
-                production_id(self.spec.group, cause, -1),
-            )
             stage = error.stage if isinstance(error, BadRecord) else "process_timer"
-            self.output.dead_letter(record, error, stage)
+            self.output.dead_letter(self.timer_record(key, timer), error, stage)
         except BaseException:
             ctx._abort()
             raise
+        finally:
+            calls.calling = None
+
+    def timer_record(self, key: str, timer: Timer) -> Record:
+        """What a timer's dead letter carries: it has no input record."""
+        cause = f"timer|{key}|{timer.tag}|{timer.time}"
+        return Record(
+            key,
+            {"timer": timer.tag, "time": timer.time, "domain": timer.domain},
+            timer.time,
+            "<timer>",
+            production_id(self.spec.group, cause, -1),
+        )

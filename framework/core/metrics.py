@@ -98,6 +98,20 @@ DROPPED_HEADERS = Counter(
     "sources, dropped before anything reads them: only logwheel writes them.",
     ["stream"],
 )
+HOOK_TIMEOUTS = Counter(
+    "logwheel_hook_timeouts",
+    "Hook calls (key extractors and timers' hooks included) that ran past the computation's "
+    "hook_timeout_ms and were abandoned: their record or timer goes to the dead-letter topic at "
+    'stage "timeout" and the work starts again from the last commit.',
+    ["computation"],
+)
+STUCK_CALLS = Counter(
+    "logwheel_stuck_calls",
+    "Calls into Kafka's client (or other runtime calls of the main thread) that ran past their "
+    "timeout and a margin and were left behind or interrupted: the group membership ended and "
+    "the work started again from the last commit.",
+    ["computation", "call"],
+)
 HELD_PARTITIONS = Gauge(
     "logwheel_held_partitions",
     "Input partitions held at a record that needs a service that does not answer (the Schema "

@@ -37,6 +37,8 @@ from framework.core.dedup import Dedup
 from framework.core.windows import Aggregate, Hopping, Session, Window
 from framework.core.windows.operator import Windowed
 
+DEFAULT_HOOK_TIMEOUT_MS = 60_000
+
 __all__ = [
     "DEFAULT_PARTITIONS",
     "EMITS",
@@ -84,6 +86,9 @@ class ComputationSpec:
     minimum over every upstream partition); a `Percentile`, the time that partitions holding
     that fraction of the recent input have passed. What is published stays strict."""
     dedup: Dedup | None = None
+    hook_timeout_ms: int = DEFAULT_HOOK_TIMEOUT_MS
+    """How long one hook call may run before it is abandoned and its record dead-lettered at
+    stage "timeout" (framework/streaming/watchdog.py)."""
 
     @property
     def group(self) -> str:
@@ -223,6 +228,7 @@ class Pipeline:
         formats: Mapping[str, str] | None = None,
         low_watermark: Percentile | None = None,
         dedup: Dedup | None = None,
+        hook_timeout_ms: int = DEFAULT_HOOK_TIMEOUT_MS,
     ) -> Pipeline:
         """Declare a computation reading `inputs` (stream -> key extractor or None).
 
@@ -235,7 +241,9 @@ class Pipeline:
         without one, for a pipeline with a registry).
         `low_watermark=Percentile(f)` fires timers on the time that upstream partitions holding
         a fraction f of the recent input have passed (default: the strict minimum).
-        `dedup=Dedup(...)` drops records whose id was already seen for the same key."""
+        `dedup=Dedup(...)` drops records whose id was already seen for the same key.
+        A hook call (or key extractor) running longer than `hook_timeout_ms` is abandoned and
+        its record dead-lettered at stage "timeout"."""
         check_name("computation", name)
         if name in self.computations:
             raise PipelineError(f"computation {name!r} is declared twice")
@@ -291,6 +299,11 @@ class Pipeline:
             raise PipelineError(
                 f"computation {name!r}: dedup={dedup!r}; use dedup=Dedup(id=..., horizon_ms=...)"
             )
+        if type(hook_timeout_ms) is not int or hook_timeout_ms <= 0:
+            raise PipelineError(
+                f"computation {name!r}: hook_timeout_ms={hook_timeout_ms!r}; give whole "
+                f"milliseconds > 0 (default {DEFAULT_HOOK_TIMEOUT_MS:_})"
+            )
         for stream, extractor in inputs.items():
             if extractor is not None and not callable(extractor):
                 raise PipelineError(
@@ -311,6 +324,7 @@ class Pipeline:
             formats=formats,
             low_watermark=low_watermark,
             dedup=dedup,
+            hook_timeout_ms=hook_timeout_ms,
         )
         return self
 
@@ -331,6 +345,7 @@ class Pipeline:
         partitions: int | None = None,
         low_watermark: Percentile | None = None,
         dedup: Dedup | None = None,
+        hook_timeout_ms: int = DEFAULT_HOOK_TIMEOUT_MS,
     ) -> Pipeline:
         """Declare a windowed aggregation: per key of `inputs`, the records of each `window`
         (`windows.Tumbling`, `Hopping` or `Session`) folded by `aggregate`, produced on `output`
@@ -339,7 +354,9 @@ class Pipeline:
         (`emit="update"`). A record whose windows have all closed is late: dropped and counted
         (`on_late="drop"`) or dead-lettered at stage "late" (`on_late="dead_letter"`).
         `low_watermark=Percentile(f)` closes windows on a percentile low watermark.
-        `dedup=Dedup(...)` drops records whose id was already seen for the same key."""
+        `dedup=Dedup(...)` drops records whose id was already seen for the same key.
+        `hook_timeout_ms` bounds each call of the aggregate's and key extractors' code, as
+        for `computation`."""
         where = f"windowed computation {name!r}"
         if not isinstance(window, Hopping | Session):
             raise PipelineError(
@@ -371,6 +388,7 @@ class Pipeline:
             formats={output: output_format} if output_format else None,
             low_watermark=low_watermark,
             dedup=dedup,
+            hook_timeout_ms=hook_timeout_ms,
         )
         self.computations[name] = replace(
             self.computations[name], on_late=on_late, hold_ms=window.grace_ms

@@ -147,7 +147,8 @@ class Collector:
             ends = admin.list_offsets(wanted, request_timeout=30)
             for tp, future in ends.items():
                 key = (tp.topic, tp.partition)
-                self.written[key] = max(self.written.get(key, -1), future.result().offset - 1)
+                end = future.result(30 + STUCK_MARGIN_S).offset  # a TimeoutError: Unreachable
+                self.written[key] = max(self.written.get(key, -1), end - 1)
                 self._unplaced.discard(key)
         except KafkaException as error:
             raise Retry(f"finding where records were written: {error}") from None

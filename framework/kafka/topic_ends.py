@@ -164,7 +164,8 @@ def end_offsets(
             answers = admin.list_offsets(
                 request, isolation_level=isolation, request_timeout=min(timeout, ATTEMPT_S)
             )
-            ends = {(tp.topic, tp.partition): f.result().offset for tp, f in answers.items()}
+            wait = min(timeout, ATTEMPT_S) + 5  # past its request timeout: TimeoutError
+            ends = {(tp.topic, tp.partition): f.result(wait).offset for tp, f in answers.items()}
             unknown = sorted(tp for tp, end in ends.items() if end < 0)
             if unknown:  # -1001 while a broker restarts: no end, but a leader on its way
                 raise Unreachable(f"no end offset yet for {unknown}")

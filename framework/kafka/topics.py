@@ -25,6 +25,8 @@ from framework.kafka.errors import Unreachable
 
 HOUR_MS = 3_600_000
 MAX_REPLICAS = 3
+RESULT_MARGIN_S = 10
+"""How long past its own timeout an admin request's answer is waited for."""
 """A new topic's default replication factor on a cluster of this many brokers or more."""
 MIN_INSYNC_REPLICAS = 2
 """Replicas that must have a write before it is acknowledged, on topics of 3 replicas or more."""
@@ -278,7 +280,7 @@ def ensure_topics(
         futures = admin.create_topics(new, request_timeout=timeout, operation_timeout=timeout)
         for name, future in futures.items():
             try:
-                future.result()
+                future.result(timeout + RESULT_MARGIN_S)  # past it: TimeoutError, Unreachable
                 created.append(name)
             except KafkaException as exc:
                 error = exc.args[0]

@@ -8,6 +8,7 @@ a transaction: outputs are flushed, then the offsets are committed.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterable
@@ -57,7 +58,7 @@ class Committer:
         self.marks: dict[str, tuple] = {}  # what each task last published (Mark.state)
         self.last_commit = time.monotonic()
         self.refusal: KafkaError | None = None  # the broker refused a record's content
-        self.calls = BoundedCalls(f"{spec.group}.transactions")
+        self.calls = BoundedCalls(f"{spec.group}.transactions", spec.name)
         if self.eos:
             self._bounded(self.producer.init_transactions, TIMEOUT_S)
             self.producer.begin_transaction()
@@ -111,8 +112,11 @@ class Committer:
                 self._retrying(self.producer.commit_transaction)  # 4
             else:
                 collector.flush()
-                if offsets:
-                    self.consumer.commit(offsets=offsets, asynchronous=False)
+                if offsets:  # waits for the group's coordinator, however long it is away
+                    commit = functools.partial(
+                        self.consumer.commit, offsets=offsets, asynchronous=False
+                    )
+                    self._bounded(commit, wait=TIMEOUT_S + LEFT_BEHIND_S)
         except KafkaException as error:
             self._slow(started, steps, "failed after")
             self._abort(error)
@@ -160,14 +164,17 @@ class Committer:
                 log.info("%s: %s, retrying: %s", self.spec.group, step.__name__, err.str())
                 time.sleep(0.1)
 
-    def _bounded(self, call, *args) -> object:
-        """`call(*args)` (its timeout the last of them), left behind if it blocks past it."""
+    def _bounded(self, call, *args, wait: float | None = None) -> object:
+        """`call(*args)`, left behind if it blocks past `wait` s (default: its timeout, the
+        last of `args`, plus LEFT_BEHIND_S)."""
+        wait = args[-1] + LEFT_BEHIND_S if wait is None else wait
         try:
-            return self.calls.call(call, *args, wait=args[-1] + LEFT_BEHIND_S)
+            return self.calls.call(call, *args, wait=wait)
         except LeftBehind:
             raise Rejoin(
-                f"{self.calls.stuck} still blocked {LEFT_BEHIND_S:g} s past its {args[-1]:g} s "
-                "timeout (librdkafka#5456): its producer is left behind and new clients made"
+                f"{self.calls.stuck} still blocked {LEFT_BEHIND_S:g} s past its "
+                f"{wait - LEFT_BEHIND_S:g} s timeout (librdkafka#5456): its client is left "
+                "behind and new clients made"
             ) from None
 
     def _abort(self, error: KafkaException) -> None:
@@ -191,7 +198,7 @@ class Committer:
             except KafkaException as fatal:
                 raise Rejoin(f"abort failed: {fatal}") from fatal
         else:
-            self.producer.flush()
+            self.producer.flush(TIMEOUT_S)  # what is still undelivered is read again anyway
         self.collector.discard_errors()
 
     def abandon(self) -> None:

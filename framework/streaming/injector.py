@@ -23,6 +23,7 @@ from framework.core.clock import now_ms
 from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError
 from framework.core.watermarks import Mark, encode_mark, injector_producer
 from framework.errors import Fatal
+from framework.kafka.bounded_calls import BoundedCalls, LeftBehind
 from framework.kafka.collector import ID_HEADER, Collector
 from framework.kafka.config import producer_config
 from framework.kafka.registry_settings import RegistrySettings
@@ -73,7 +74,9 @@ class Injector:
             producer_config(bootstrap, transactional_id=txn_id, extra=kafka)
         )
         self._producer = self._collector.producer
-        self._producer.init_transactions(60)
+        # transactional calls may block past their timeout (librdkafka#5456): left behind
+        self._calls = BoundedCalls(f"{pipeline.name}.{name}.injector", name)
+        self._transactional(self._producer.init_transactions, 60)
         self._claim_streams()
         self._producer.begin_transaction()
         self.watermark = MIN_TIME
@@ -138,15 +141,27 @@ class Injector:
             self._collector.send(
                 self.channel, self.producer_id.encode(), encode_mark(mark), partition=0
             )
-            self._producer.commit_transaction(60)
+            self._transactional(self._producer.commit_transaction, 60)
         except KafkaException as error:
             raise Fatal(f"injector commit failed: {error}") from error
         self._promised = promise
         self._producer.begin_transaction()
 
+    def _transactional(self, call, timeout: float) -> None:
+        """`call(timeout)`; `Fatal` if it is still blocked 10 s past its timeout: this
+        injector is done, and a new one (same process number) fences and aborts it."""
+        try:
+            self._calls.call(call, timeout, wait=timeout + 10)
+        except LeftBehind as error:
+            raise Fatal(f"injector: {error} (librdkafka#5456): make a new Injector") from None
+
     def close(self) -> None:
-        self._producer.abort_transaction(30)
+        try:
+            self._transactional(self._producer.abort_transaction, 30)
+        except Fatal:
+            return  # its transaction is aborted by the next injector with its id
         self._producer.flush(30)
+        self._calls.close()
 
     def __enter__(self) -> Injector:
         return self

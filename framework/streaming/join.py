@@ -21,9 +21,11 @@ from framework.kafka.output import ComputationIO
 from framework.kafka.registry_settings import RegistrySettings
 from framework.state.restore import Restorer
 from framework.state.tables import Tables
+from framework.streaming.calls import Calls
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.committer import Committer
 from framework.streaming.holds import Holds
+from framework.streaming.hung_calls import HungCalls
 from framework.streaming.membership import Membership, Pace
 from framework.streaming.meter import Meter
 from framework.streaming.refused_records import RefusedRecords
@@ -59,9 +61,12 @@ def join(
     registry: RegistrySettings | None = None,
     describe_s: float = DESCRIBE_TIMEOUT_S,
     pace: Pace = Pace(),  # noqa: B008 - frozen
+    calls: Calls | None = None,
+    hung: HungCalls | None = None,
 ) -> Membership:
     """A new membership of `spec`'s group, subscribed: its transactional producer initialized
-    (fencing this instance's earlier one), its clients made with `kafka`'s settings."""
+    (fencing this instance's earlier one), its clients made with `kafka`'s settings; `calls`
+    and `hung` are the process's watchdog's (framework/streaming/watchdog.py)."""
     instance = f"{spec.group}.{instance}"
     admin = AdminClient(client_config(bootstrap, kafka))
     txn_id = instance if spec.exactly_once else None
@@ -108,7 +113,9 @@ def join(
     tables = (
         Tables(Consumer(dict(reader)), pipeline, spec, state_dir, registry) if spec.tables else None
     )
-    tasks = TaskManager(io, consumer, admin, channels, restorer, state_dir, tables, standby)
+    tasks = TaskManager(
+        io, consumer, admin, channels, restorer, state_dir, tables, standby, calls, hung
+    )
     channels.follow(_channels(pipeline, spec))
     membership = Membership(
         io,
@@ -122,6 +129,7 @@ def join(
         holds=Holds(spec, consumer),
         meter=Meter(spec.name, consumer, collector),
         pace=pace,
+        hung=hung,
     )
     return membership
 

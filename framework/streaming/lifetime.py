@@ -1,7 +1,9 @@
 """The life of one `logwheel run` process for one computation: its state directory held, its
 topics made and their partition counts read, then memberships of the group joined one after
 another (each running the loop: framework/streaming/membership.py) until the process stops,
-with the memory an ended one leaves behind given back.
+with the memory an ended one leaves behind given back — watched throughout by the process's
+watchdog (framework/streaming/watchdog.py), whose abandoned calls end a membership as a
+`Rejoin` does.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
-from framework.errors import Rejoin, Retry
+from framework.errors import Abandoned, Rejoin, Retry
 from framework.kafka.config import client_config
 from framework.kafka.errors import reaching_kafka
 from framework.kafka.registry_settings import RegistrySettings
@@ -28,6 +30,7 @@ from framework.streaming.heap import trim_heap
 from framework.streaming.join import describe_timeout, join
 from framework.streaming.membership import DEFAULT_COMMIT_INTERVAL_MS, Membership, Pace
 from framework.streaming.state_dir import instance_id, lock_state_dir
+from framework.streaming.watchdog import Watchdog, start_watchdog
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,10 @@ class Runner:
         commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
         max_batch: int = 1000,
         idle_poll_s: float = 0.02,
+        owns_process: bool = False,
     ) -> None:
+        """`owns_process`: this runner is its process (`logwheel run`), whose main thread it
+        runs in; its watchdog may interrupt that thread and start the process again."""
         self.pipeline = pipeline
         self.spec = pipeline[computation]
         self.bootstrap = bootstrap
@@ -59,6 +65,8 @@ class Runner:
         self.pace = Pace(commit_interval_ms / 1000, max_batch, idle_poll_s)
         self.instance_id = instance_id
         self.standby = standby
+        self.owns_process = owns_process
+        self.watchdog: Watchdog | None = None
 
     def run(self, stop: threading.Event) -> None:
         self.pipeline.validate()
@@ -71,6 +79,7 @@ class Runner:
                 f"{error}): fix its constructor or the factory passed to pipeline.computation"
             ) from error
         lock = lock_state_dir(self.dir)
+        self.watchdog = start_watchdog(self.spec, self.dir, stop if self.owns_process else None)
         try:
             partitions = self._retrying(stop, "starting", self._start)
             instance = instance_id(self.dir, self.instance_id)
@@ -81,12 +90,13 @@ class Runner:
                     return
                 try:
                     membership.run(stop)
-                except (Rejoin, Retry) as why:
+                except (Rejoin, Retry, Abandoned) as why:
                     log.warning("%s: rejoining the group: %s", self.spec.group, why)
                     time.sleep(0.5)
                 del membership
                 trim_heap()
         finally:
+            self.watchdog.close()
             lock.close()
 
     def _start(self) -> dict[str, int]:
@@ -109,6 +119,8 @@ class Runner:
             registry=self.registry,
             describe_s=describe_timeout(failed),
             pace=self.pace,
+            calls=self.watchdog.calls if self.watchdog else None,
+            hung=self.watchdog.hung if self.watchdog else None,
         )
 
     def _retrying(self, stop: threading.Event, what: str, step):
@@ -116,10 +128,12 @@ class Runner:
         restarting must not end the process) or a client met a fatal error (a fenced producer:
         the next attempt makes new ones); None if `stop` is set meanwhile."""
         while not stop.is_set():
+            if self.watchdog is not None:
+                self.watchdog.calls.rounds += 1  # each attempt is progress
             try:
                 with reaching_kafka():
                     return step()
-            except (Retry, Rejoin) as error:
+            except (Retry, Rejoin, Abandoned) as error:
                 why = str(error)
             log.warning("%s: %s: cannot reach Kafka (%s); retrying", self.spec.group, what, why)
             # The failed attempt's clients sit in its traceback's cycle: destroy them now, or

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from framework.core.metrics import REBALANCES
-from framework.errors import ForgedRecord, Rejoin, Retry
+from framework.errors import ForgedRecord, Rejoin, Retry, TimedOut
+from framework.kafka.bounded_calls import LeftBehind, bounded
 from framework.kafka.errors import group_event, reaching_kafka
 from framework.kafka.output import ComputationIO
 from framework.state.restore import Restorer
@@ -31,6 +32,7 @@ from framework.state.tables import Tables
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.committer import Committer
 from framework.streaming.holds import Holds
+from framework.streaming.hung_calls import HungCalls
 from framework.streaming.meter import Meter
 from framework.streaming.refused_records import RefusedRecords
 from framework.streaming.task import InputPartition, Task
@@ -46,6 +48,11 @@ Streams' 100 ms) rewrote a third of a Zipf-keyed input's keys each time (CountWo
 per record). Quix Streams commits every 5 s, Faust every 2.8 s. The dirty documents a second
 holds (one per record when every record is a new key) stay cached until the commit, beside the
 clean ones the cache evicts (framework.core.keyed_state)."""
+
+CLOSE_S = 30.0
+"""How long a client's `close` is waited for before it is left behind closing (the group
+consumer's waits for the coordinator, librdkafka#3954). A clean leave's last commit, made in
+its revocation inside `close`, is bounded on its own and waited for in full."""
 
 IDLE_POLL_MAX_S = 0.25
 """The longest an idle loop sleeps in one poll. Each wake-up costs about 0.2 ms of CPU (the
@@ -81,6 +88,7 @@ class Membership:
         holds: Holds,
         meter: Meter,
         pace: Pace = Pace(),  # noqa: B008 - frozen
+        hung: HungCalls | None = None,
     ) -> None:
         self._io, self._spec, self._collector = io, io.spec, io.collector
         self._consumer = consumer
@@ -99,6 +107,12 @@ class Membership:
         self._lost = False
         self._rewind = False  # an aborted commit: re-run from the last committed state
         self._failure: BaseException | None = None  # met in a rebalance callback
+        self._callbacks = threading.RLock()  # held by a callback; `_gone`: callbacks do nothing
+        self._gone = False
+        self._hung = hung  # records and timers whose hook calls were abandoned
+        if hung:  # dead-lettered at "timeout" when met, as refused records are
+            timed_out = {p: TimedOut(why) for p, why in hung.records().items()}
+            self._collector.poisoned.update(timed_out)
         consumer.subscribe(
             self._spec.consumed_topics,
             on_assign=self._on_assign,
@@ -135,7 +149,9 @@ class Membership:
         committer, refused, holds = self._committer, self._refused_records, self._holds
         meter, collector, routes = self._meter, self._collector, tasks.routes
         interval, batch, quiet = self._pace.commit_interval_s, self._pace.max_batch, 0
+        calls = tasks.calls
         while not stop.is_set():
+            calls.rounds += 1  # the watchdog's sign of progress
             max_batch = 1 if refused.searching else batch
             if self._dirty or tasks.restoring:
                 msgs = consumer.consume(max_batch, 0)
@@ -152,7 +168,7 @@ class Membership:
                 continue
             if self._tables is not None:
                 self._sync_tables(msgs)
-            if refused.active:
+            if refused.isolating(routes):
                 refused.handle(msgs, routes, holds)
             else:
                 _handle_runs(msgs, routes, holds)
@@ -216,6 +232,11 @@ class Membership:
         self._refused_records.committed(committed, self._committer.refusal)
         if not committed:
             self._rewind = True
+            return
+        positions = {(i.topic, i.partition): i.position for i in self._tasks.inputs()}
+        self._refused_records.passed(positions)
+        if self._hung:  # the records dead-lettered at "timeout" are done with
+            self._hung.passed(positions)
 
     # -- rebalance callbacks: register, never restore --------------------------------------
     # An exception must not leave a callback through the client: confluent-kafka keeps it
@@ -224,13 +245,15 @@ class Membership:
     # stores). The callback keeps it; `_raise_failure` raises it after the client returns.
 
     def _on_assign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
-        with self._kept():
-            if tps:
+        with self._kept() as live:
+            if live and tps:
                 REBALANCES.labels(self._spec.name, "assigned").inc()
                 self._tasks.assigned(tps)
 
     def _on_revoke(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
-        with self._kept():
+        with self._kept() as live:
+            if not live:
+                return
             if not self._lost:
                 self._commit()
             if tps:
@@ -238,17 +261,21 @@ class Membership:
             self._tasks.revoked(tps)
 
     def _on_lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
-        with self._kept():
-            self._lost = True
-            REBALANCES.labels(self._spec.name, "lost").inc()
-            self._tasks.revoked(tps)
+        with self._kept() as live:
+            if live:
+                self._lost = True
+                REBALANCES.labels(self._spec.name, "lost").inc()
+                self._tasks.revoked(tps)
 
     @contextmanager
-    def _kept(self) -> Iterator[None]:
-        try:
-            yield
-        except BaseException as error:  # noqa: BLE001 - raised again by `_raise_failure`
-            self._failure = self._failure or error
+    def _kept(self) -> Iterator[bool]:
+        """Around a callback: its error kept, and whether it may act — not once a `close`
+        left behind (whose thread may still call it) was given up."""
+        with self._callbacks:
+            try:
+                yield not self._gone
+            except BaseException as error:  # noqa: BLE001 - raised again by `_raise_failure`
+                self._failure = self._failure or error
 
     def _raise_failure(self) -> None:
         """Raise what a rebalance callback met during the last client call, if anything."""
@@ -267,7 +294,7 @@ class Membership:
             self._committer.abandon()
         problem = None
         try:
-            self._consumer.close()
+            self._close("the group consumer", self._consumer.close)
             self._raise_failure()
         except (KafkaException, KafkaError, RuntimeError, Rejoin, Retry) as error:
             # Logged once handled: `close` can raise a bare KafkaError (no BaseException),
@@ -275,14 +302,28 @@ class Membership:
             # fields out of the KafkaError object (logging's level cache raises KeyError).
             problem = str(error)
         finally:  # the stores, whatever happened: the next membership opens them again
-            self._tasks.close()
+            with self._callbacks:  # a callback of a close left behind ends first
+                self._gone = True
+                self._tasks.close()
         if problem is not None:
             log.warning("%s: closing the consumer: %s", self._spec.group, problem)
-        self._channels.close()
-        self._restorer.consumer.close()
+        for what, close in [
+            ("the watermark channels", self._channels.close),
+            ("the restorer's consumer", self._restorer.consumer.close),
+        ]:
+            try:
+                self._close(what, close)
+            except (LeftBehind, KafkaException, RuntimeError) as error:
+                log.warning("%s: closing %s: %s", self._spec.group, what, error)
         self._committer.close()
         if clean:
             self._collector.producer.flush(10)
+
+    def _close(self, what: str, close) -> None:
+        """`close()`, left behind (`LeftBehind`, logged and counted) past CLOSE_S."""
+        bounded(
+            close, wait=CLOSE_S, name=f"{self._spec.group}: {what}", computation=self._spec.name
+        )
 
 
 def _handle_runs(

@@ -4,7 +4,8 @@ goes to the dead-letter topic and the rest of the input flows (invariant 7).
 A refused commit is aborted and re-run. First the topics' limits are read again (they may
 have changed since the start): the checks before producing then catch the offending hook
 call. If it happens again, records are re-run one per commit until the one whose commit is
-refused is found; it is dead-lettered from then on.
+refused is found; it is dead-lettered from then on. Records whose hook call the watchdog
+abandoned (framework/streaming/hung_calls.py) are isolated the same way, at stage "timeout".
 """
 
 from __future__ import annotations
@@ -42,9 +43,23 @@ class RefusedRecords:
         """Whether records go through `handle` (one at a time) instead of in runs."""
         return self.searching or bool(self.collector.poisoned)
 
+    def isolating(self, routes: Routes) -> bool:
+        """`active` for a membership reading `routes`: a record found bad in a partition read
+        elsewhere (another process owns it now) slows nothing here."""
+        poisoned = self.collector.poisoned
+        return self.searching or (bool(poisoned) and any((t, p) in routes for t, p, _ in poisoned))
+
+    def passed(self, positions: dict[tuple[str, int], int]) -> None:
+        """Forget the records found bad below their partition's committed position: their
+        dead letters committed, or another process went past them."""
+        poisoned = self.collector.poisoned
+        for t, p, o in [k for k in poisoned if k[2] < positions.get(k[:2], -1)]:
+            del poisoned[t, p, o]
+
     def handle(self, msgs: list[Message], routes: Routes, holds: Holds) -> None:
-        """Each record's position is kept, and one found refused is dead-lettered instead of
-        run (one held for a service that does not answer is read again later)."""
+        """Each record's position is kept, and one found refused (or abandoned) is
+        dead-lettered at its stage instead of run (one held for a service that does not
+        answer is read again later)."""
         poisoned = self.collector.poisoned
         for msg in msgs:
             err = msg.error()
@@ -57,8 +72,8 @@ class RefusedRecords:
             position = (msg.topic(), msg.partition(), msg.offset())
             self.handled.append(position)
             if position in poisoned:
-                error = BadRecord("produce", poisoned[position])
-                self.io.output.dead_letter(None, error, "produce", msg)
+                error = poisoned[position]
+                self.io.output.dead_letter(None, error, error.stage, msg)
                 route[1].consumed(msg)
             else:
                 holds.run(route[0], route[1], [msg])
@@ -69,6 +84,8 @@ class RefusedRecords:
         if ok:
             self.refusals = 0
             self.searching = self.searching and bool(handled)
+            for position in handled:  # dead letters committed: the records read on, in runs
+                self.collector.poisoned.pop(position, None)
         elif refusal is not None:
             self._refused(handled, f"the broker refused its output: {refusal.str()}")
 
@@ -76,7 +93,7 @@ class RefusedRecords:
         group = self.io.spec.group
         self.refusals += 1
         if self.searching and len(handled) == 1:
-            self.collector.poisoned[handled[0]] = reason
+            self.collector.poisoned[handled[0]] = BadRecord("produce", reason)
             log.warning("%s: found the refused record at %s: %s", group, handled[0], reason)
         elif self.refusals == 1:
             limits = self.collector.limits

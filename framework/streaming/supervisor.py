@@ -4,6 +4,9 @@ as children of this one, supervised.
 A process runs one computation (one consumer group, one transactional producer — invariant 3).
 `logwheel run` of several computations supervises one child per computation; the children die
 with their parent, so SIGKILL of `logwheel run` kills the whole job, as a container stop would.
+A child that fails stops the job, but for one ended by its dead-man switch (a hook held the
+GIL for good: framework/streaming/dead_man.py), which is started again, with backoff: its next
+start dead-letters the call, and the job stays up.
 """
 
 from __future__ import annotations
@@ -15,16 +18,21 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from framework.core.metrics import serve
 from framework.core.pipeline import Pipeline, PipelineError
 from framework.kafka.registry_settings import RegistrySettings
+from framework.streaming.dead_man import DeadMan
 from framework.streaming.lifetime import Runner
 from framework.streaming.loading import kafka_settings, load_pipeline, registry_settings
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
+RESTART_BACKOFF_S = (1.0, 60.0)
+"""The first and the longest wait before a child ended by its dead-man switch starts again
+(doubled at each such end in a row; back to the first once it ran as long as the longest)."""
 
 
 def run_computations(
@@ -73,7 +81,8 @@ def run_computations(
         "--log-format": log_format,
         "--metrics-addr": metrics_addr,
     }
-    return _supervise(ref, names, bootstrap, state_dir, config_file, options, metrics_port)
+    homes = {name: Path(state_dir) / pipeline.name / name for name in names}
+    return _supervise(ref, homes, bootstrap, state_dir, config_file, options, metrics_port)
 
 
 def _run_one(
@@ -95,6 +104,7 @@ def _run_one(
         state_dir=state_dir,
         kafka=kafka,
         registry=registry,
+        owns_process=True,
         **tuning,
     )
     runner.run(stop)
@@ -108,7 +118,7 @@ def _die_with_parent() -> None:
 
 def _supervise(
     ref: str,
-    names: list[str],
+    homes: dict[str, Path],
     bootstrap: str,
     state_dir: Path,
     config_file: str | None,
@@ -131,12 +141,19 @@ def _supervise(
         )
         return [*base, "--computation", name, *port]
 
-    children = {
-        name: subprocess.Popen(args(i, name), preexec_fn=_die_with_parent)
-        for i, name in enumerate(names)
-    }
+    names = list(homes)
+    started: dict[str, float] = {}
+    backoff = dict.fromkeys(names, RESTART_BACKOFF_S[0])
+
+    def start(name: str) -> subprocess.Popen:
+        started[name] = time.monotonic()
+        return subprocess.Popen(args(names.index(name), name), preexec_fn=_die_with_parent)
+
+    children = {name: start(name) for name in names}
+    stopping = threading.Event()
 
     def forward(signum, _frame):
+        stopping.set()
         for child in children.values():
             if child.poll() is None:
                 child.send_signal(signum)
@@ -152,6 +169,21 @@ def _supervise(
             continue
         rc = os.waitstatus_to_exitcode(status)
         children[name].returncode = rc
+        if rc != 0 and not stopping.is_set() and DeadMan(homes[name], 0).previous():
+            first, longest = RESTART_BACKOFF_S
+            if time.monotonic() - started[name] > longest:
+                backoff[name] = first
+            wait, backoff[name] = backoff[name], min(longest, 2 * backoff[name])
+            log.error(
+                "computation %s was ended by its dead-man switch (a hook held the GIL): "
+                "starting it again in %g s",
+                name,
+                wait,
+            )
+            if not stopping.wait(wait):  # else the job is stopping: nothing to start again
+                children[name] = start(name)
+                by_pid[children[name].pid] = name
+            continue
         if rc != 0 and code == 0:
             log.error("computation %s exited with %d; stopping the others", name, rc)
             code = rc if rc > 0 else 1

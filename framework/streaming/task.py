@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from confluent_kafka import Message
 
-from framework.core.api import MIN_TIME, Record
+from framework.core.api import MIN_TIME, Record, Timer
 from framework.core.dedup import Segment
 from framework.core.executor import Executor
 from framework.core.future_records import future_error
@@ -35,12 +35,14 @@ from framework.core.watermarks import (
     repartition_producer,
     task_producer,
 )
-from framework.errors import BadRecord, Retry
+from framework.errors import BadRecord, Retry, TimedOut
 from framework.kafka.output import ComputationIO
 from framework.kafka.record_decoding import decode_record
 from framework.kafka.rekeying import rekey
 from framework.kafka.stream_codecs import stream_decoder
 from framework.state.store import TaskStore
+from framework.streaming.calls import Calls
+from framework.streaming.hung_calls import HungCalls
 
 
 class Ahead(NamedTuple):
@@ -130,9 +132,10 @@ class Task:
     inputs: list[InputPartition]
     outputs: set[str]
 
-    def __init__(self, io: ComputationIO) -> None:
+    def __init__(self, io: ComputationIO, calls: Calls | None = None) -> None:
         self.io = io
         self.published = MIN_TIME
+        self.calls = Calls() if calls is None else calls  # what the watchdog reads
 
     def handle(self, msg: Message, inp: InputPartition, filed: int | None = None) -> None:
         """Handle one record, at its timestamp or at `filed` (one from the future)."""
@@ -142,14 +145,19 @@ class Task:
         """`handle` each of a run of records of one input partition, in offset order. A
         `Retry` raised here leaves `inp.position` at the first record not handled."""
         far, _, limit = inp.future(msgs)
-        for msg in msgs:
-            if far and msg.offset() in far:
-                if self.from_future(msg, inp):
-                    inp.consumed(msg)
+        calls = self.calls
+        try:
+            for msg in msgs:
+                calls.calling = msg
+                if far and msg.offset() in far:
+                    if self.from_future(msg, inp):
+                        inp.consumed(msg)
+                    else:
+                        self.handle(msg, inp, limit)
                 else:
-                    self.handle(msg, inp, limit)
-            else:
-                self.handle(msg, inp)
+                    self.handle(msg, inp)
+        finally:
+            calls.calling = None
 
     def from_future(self, msg: Message, inp: InputPartition) -> bool:
         """Count a record stamped beyond its source's skew allowance; True if it is not to be
@@ -228,8 +236,10 @@ class Task:
 class RepartitionTask(Task):
     """Re-keys one partition of a stream by the consumer's key extractor."""
 
-    def __init__(self, io: ComputationIO, input_: Input, partition: int) -> None:
-        super().__init__(io)
+    def __init__(
+        self, io: ComputationIO, input_: Input, partition: int, calls: Calls | None = None
+    ) -> None:
+        super().__init__(io, calls)
         spec, stream = io.spec, input_.stream
         self.input = input_
         self.target = spec.by_key(stream)
@@ -273,8 +283,12 @@ class KeyedTask(Task):
         store: TaskStore,
         tables: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        calls: Calls | None = None,
+        hung: HungCalls | None = None,
     ) -> None:
-        super().__init__(io)
+        """`hung`: the calls the watchdog abandoned (framework/streaming/watchdog.py), whose
+        timers are dead-lettered at "timeout" instead of fired."""
+        super().__init__(io, calls)
         pipeline, spec = io.pipeline, io.spec
         self.partition = partition
         self.store = store
@@ -308,8 +322,18 @@ class KeyedTask(Task):
         self._ids: list[Segment] = []
         limit = io.collector.limits.of(spec.changelog).max_bytes
         self.executor = Executor(
-            spec, store, store, io.output, state_max_bytes=limit, tables=tables, ids=store
+            spec,
+            store,
+            store,
+            io.output,
+            state_max_bytes=limit,
+            tables=tables,
+            ids=store,
+            calls=self.calls,
+            screen_timer=self._screen_timer if hung and hung.timers() else None,
         )
+        self.hung = hung
+        self._hung_timers = hung.timers() if hung else {}
 
     def handle(self, msg: Message, inp: InputPartition, filed: int | None = None) -> None:
         self.handle_run([msg], inp)  # it finds a record from the future and its time itself
@@ -318,9 +342,10 @@ class KeyedTask(Task):
         # the per-record path of a keyed computation: a loop with no call it can do without
         dead_letter, record, process = self.io.output.dead_letter, inp.record, self.executor.process
         far, top, limit = inp.future(msgs)
-        done = 0
+        done, calls = 0, self.calls
         try:
             for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
+                calls.calling = msg
                 filed = None
                 if far and msg.offset() in far:
                     if self.from_future(msg, inp):
@@ -338,7 +363,24 @@ class KeyedTask(Task):
             if done:
                 inp.consumed_run(msgs[:done])
             raise
+        finally:
+            calls.calling = None
         inp.consumed_run(msgs, top)
+
+    def _screen_timer(self, key: str, timer: Timer) -> bool:
+        """Dead-letter a timer whose hook was abandoned instead of firing it, when it is next
+        due — at whatever time: a record re-run from the last commit may set it again at
+        another (one timer per key and tag). Forgotten at once, so that no later timer of
+        that key and tag is ever taken for it: if this transaction aborts, the timer is
+        fired and abandoned once more."""
+        reason = self._hung_timers.pop((key, timer.tag, timer.domain), None)
+        if reason is None:
+            return False
+        record = self.executor.timer_record(key, timer)
+        self.io.output.dead_letter(record, TimedOut(reason), "timeout")
+        assert self.hung is not None
+        self.hung.settle_timer(key, timer.tag, timer.domain)
+        return True
 
     def tick(self) -> int:
         strict, _ = self.input_watermark()

@@ -22,7 +22,9 @@ from framework.kafka.output import ComputationIO
 from framework.state.restore import Restorer
 from framework.state.store import TaskStore
 from framework.state.tables import Tables
+from framework.streaming.calls import Calls
 from framework.streaming.channels import WatermarkChannels
+from framework.streaming.hung_calls import HungCalls
 from framework.streaming.task import InputPartition, KeyedTask, RepartitionTask, Task
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,8 @@ class TaskManager:
         state_dir: Path,
         tables: Tables | None = None,
         standby: int = 0,
+        calls: Calls | None = None,
+        hung: HungCalls | None = None,
     ) -> None:
         self.io = io
         self.spec = io.spec
@@ -59,6 +63,8 @@ class TaskManager:
         self.waiting: dict[tuple[str, int], int] = {}  # paused partition -> start offset
         self.restoring: dict[int, TaskStore] = {}
         self._fresh: list[Task] = []  # created, not yet resumed from their previous owner
+        self.calls = Calls() if calls is None else calls  # what the tasks run, for the watchdog
+        self.hung = hung  # hook calls abandoned: their timers are dead-lettered, not fired
 
     # -- the rebalance callbacks ------------------------------------------------------------
 
@@ -135,7 +141,8 @@ class TaskManager:
                 self.restorer.add(p, store)
         for p, store in self.restorer.step() if self.restorer.busy() else ():
             views = self.tables.add(p) if self.tables is not None else None
-            self.tasks[("k", p)] = task = KeyedTask(self.io, p, store, views)
+            task = KeyedTask(self.io, p, store, views, calls=self.calls, hung=self.hung)
+            self.tasks[("k", p)] = task
             del self.restoring[p]
             self._fresh.append(task)
             ready += [tp for tp in self.waiting if tp[1] == p and tp[0] not in self.repartitioned]
@@ -167,7 +174,7 @@ class TaskManager:
             ident = ("r", topic, p) if input_ else ("k", p)
             task = self.tasks.get(ident)
             if task is None:
-                task = self.tasks[ident] = RepartitionTask(self.io, input_, p)
+                task = self.tasks[ident] = RepartitionTask(self.io, input_, p, self.calls)
                 self._fresh.append(task)
             for inp in task.inputs:
                 if (inp.topic, inp.partition) == (topic, p):

@@ -13,7 +13,8 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 import framework.core.metrics as metrics
 
 METRICS = Path(__file__).resolve().parents[3] / "docs" / "metrics.md"
-BOUNDED = {"computation", "stream", "topic", "partition", "stage", "reason", "kind"}
+BOUNDED = {"computation", "stream", "topic", "partition", "stage", "reason", "kind", "call"}
+# "call": the name of a client call or runtime function, bounded by the code
 
 
 def ours() -> list:

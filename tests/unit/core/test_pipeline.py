@@ -242,3 +242,25 @@ def test_a_skew_allowance_that_cannot_work_is_refused_at_declaration(make, messa
 def test_the_skew_allowance_defaults_to_five_minutes_counted():
     policy = BoundedOutOfOrderness(ms=2000)
     assert (policy.max_future_ms, policy.on_future) == (300_000, "count")
+
+
+@pytest.mark.parametrize("ms", [0, -5, 2.5, True, "60000", None])
+def test_a_hook_timeout_that_is_no_positive_whole_number_of_ms_is_refused(ms):
+    with pytest.raises(PipelineError, match=r"hook_timeout_ms=.*; give whole milliseconds > 0"):
+        Pipeline("p").source("s").computation("c", Noop, inputs={"s": None}, hook_timeout_ms=ms)
+
+
+def test_a_hook_timeout_defaults_to_a_minute_and_windowed_computations_take_one_too():
+    from framework import windows
+
+    pipeline = Pipeline("p").source("s").computation("c", Noop, inputs={"s": None})
+    assert pipeline["c"].hook_timeout_ms == 60_000
+    pipeline.windowed(
+        "w",
+        inputs={"s": key_by("user")},
+        window=windows.Tumbling(size_ms=1000),
+        aggregate=windows.Count(),
+        output="counts",
+        hook_timeout_ms=2000,
+    )
+    assert pipeline["w"].hook_timeout_ms == 2000

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from prometheus_client import REGISTRY
 
 from framework.core.pipeline import Pipeline
 from framework.core.watermarks import Unwatermarked
@@ -149,3 +150,30 @@ def test_a_transactional_call_blocked_past_its_timeout_ends_the_membership(monke
     assert "abort" not in log
     release.set()
     assert given == [0.1], "a commit step's own timeout bounds it, not the retries' TIMEOUT_S"
+
+
+def test_an_at_least_once_commit_blocked_past_its_bound_ends_the_membership(monkeypatch):
+    """An at-least-once commit's synchronous `commit` waits for the group's coordinator, with
+    no timeout of its own: left behind past TIMEOUT_S and the margin, named and counted."""
+    log.clear()
+    spec = (
+        Pipeline("p")
+        .source("in")
+        .computation("c", object, inputs={"in": None}, guarantee="at_least_once")["c"]
+    )
+    consumer, release = FakeConsumer(), threading.Event()
+
+    def commit(offsets, asynchronous):
+        release.wait()
+
+    consumer.commit = commit
+    c = Committer(spec, FakeCollector(log), consumer, "p.c.instance-1")
+    inputs = [InputPartition("in", 0, "in", bytes, Unwatermarked(), [], position=7)]
+    monkeypatch.setattr(committer_mod, "TIMEOUT_S", 0.1)
+    monkeypatch.setattr(committer_mod, "LEFT_BEHIND_S", 0.1)
+    labels = {"computation": "c", "call": "commit"}
+    before = REGISTRY.get_sample_value("logwheel_stuck_calls_total", labels) or 0
+    with pytest.raises(Rejoin, match="commit still blocked 0.1 s past its 0.1 s timeout"):
+        c.commit([FakeTask()], inputs)
+    release.set()
+    assert REGISTRY.get_sample_value("logwheel_stuck_calls_total", labels) == before + 1

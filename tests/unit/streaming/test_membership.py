@@ -7,6 +7,7 @@ test_wordcount.py, test_registry_outage.py."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
+from prometheus_client import REGISTRY
 
 from framework import Computation, Pipeline
 from framework.core.dead_letters import ErrorPolicy
@@ -56,16 +58,26 @@ class Count(Computation):
 
 
 class Parts:
-    """A membership of computation `count` of partitions in-0 and in-1, made of stand-ins."""
+    """A membership of computation `count` of partitions in-0 and in-1, made of stand-ins;
+    `offsets`, the group's committed offsets, shared with an earlier membership if given."""
 
-    def __init__(self, tmp_path, pace: Pace) -> None:
+    def __init__(
+        self,
+        tmp_path,
+        pace: Pace,
+        offsets: dict | None = None,
+        computation: type[Computation] = Count,
+        **membership,
+    ) -> None:
         handled.clear()
         away.clear()
         pipeline = Pipeline("loop", partitions=2).source("in")
-        pipeline.computation("count", Count, inputs={"in": None}, outputs={"counts": None})
+        pipeline.computation(
+            "count", computation, inputs={"in": None}, outputs={"counts": None}, hook_timeout_ms=300
+        )
         spec = pipeline["count"]
         self.log: list = []  # the producer's calls, and the consumer's consume and poll
-        self.offsets: dict[tuple[str, int], int] = {}  # the group's committed offsets
+        self.offsets: dict[tuple[str, int], int] = {} if offsets is None else offsets
         self.consumer = FakeConsumer(self.offsets, self.log)
         self.collector = FakeCollector(self.log, self.offsets)
         self.producer = self.collector.producer
@@ -73,7 +85,16 @@ class Parts:
         partitions = {"in": 2, "counts": 2}
         policy = ErrorPolicy(spec.group, spec.on_error)
         io = ComputationIO(pipeline, spec, self.collector, partitions, policy)
-        tasks = TaskManager(io, self.consumer, FakeAdmin(), self.channels, self.restorer, tmp_path)
+        tasks = TaskManager(
+            io,
+            self.consumer,
+            FakeAdmin(),
+            self.channels,
+            self.restorer,
+            tmp_path,
+            calls=membership.get("calls"),
+            hung=membership.get("hung"),
+        )
         self.tasks, self.spec = tasks, spec
         self.membership = Membership(
             io,
@@ -87,6 +108,7 @@ class Parts:
             holds=Holds(spec, self.consumer, self.consumer.clock),
             meter=Meter(spec.name, self.consumer, self.collector),
             pace=pace,
+            hung=membership.get("hung"),
         )
 
     def run_until(self, done, rounds: int = 300) -> None:
@@ -253,9 +275,16 @@ def _a_close_raising_a_bare_kafka_error_closes_the_rest(directory: str) -> None:
         raise_bare(KafkaError(KafkaError._INVALID_ARG, "Can't subtract from empty assignment"))
 
     consumer.close = close
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())
+    logging.getLogger(membership_module.__name__).addHandler(handler)
     parts.run_until(parts.read_to_the_end)
     assert parts.channels.closed and parts.restorer.consumer.closed
     TaskStore(tmp_path / "task-0", decode_timer).close()  # closed: RocksDB's lock is free
+    # the error itself reached the membership (close runs in a thread of its own, which
+    # must hand over even an error that is no exception, not leave the close behind)
+    assert any("Can't subtract from empty assignment" in line for line in said), said
 
 
 @pytest.mark.parametrize("light", [True, False], ids=["poll", "consume"])
@@ -363,3 +392,46 @@ def test_records_go_to_their_task_a_run_of_one_partition_at_a_time(tmp_path):
     spec = Pipeline("p").source("in").computation("c", Count, inputs={"in": None})["c"]
     membership_module._handle_runs(msgs, routes, Holds(spec, FakeConsumer()))
     assert task.runs == [("a0", [5, 6, 7]), ("a1", [3]), ("b0", [9]), ("a0", [8]), ("a0", [9])]
+
+
+def test_a_consumer_close_blocked_for_good_is_left_behind_and_the_rest_still_closed(
+    tmp_path, monkeypatch, caplog
+):
+    """librdkafka's `close` waits for the group's coordinator (librdkafka#3954): past
+    CLOSE_S it is left behind, logged by name and counted, and the membership still closes
+    its stores (the next one opens them), its readers and its transactions' thread. A
+    rebalance callback its thread makes later does nothing."""
+    monkeypatch.setattr(membership_module, "CLOSE_S", 0.2)
+    parts = _parts(tmp_path)
+    consumer = parts.consumer
+    consumer.add("in", 0, "a")
+    consumer.inside(lambda: consumer.rebalance([("in", 0)]))
+    release, closing = threading.Event(), []
+
+    def close() -> None:
+        release.wait()
+        closing.append("returned")
+        consumer._callback("on_revoke", [("in", 0)])  # what librdkafka's close then runs
+
+    consumer.close = close
+    stuck = "logwheel_stuck_calls_total"
+    labels = {"computation": "count", "call": "close"}
+    before = REGISTRY.get_sample_value(stuck, labels) or 0
+    with caplog.at_level("ERROR"):
+        parts.run_until(parts.read_to_the_end)
+    assert "the group consumer: close has not returned after 0.2 s: left behind" in caplog.text
+    assert REGISTRY.get_sample_value(stuck, labels) == before + 1
+    assert parts.channels.closed and parts.restorer.consumer.closed
+    TaskStore(tmp_path / "task-0", decode_timer).close()  # closed: RocksDB's lock is free
+    revoked = {"computation": "count", "kind": "revoked"}
+    commits, revocations = (
+        parts.log.count("commit"),
+        REGISTRY.get_sample_value("logwheel_rebalances_total", revoked),
+    )
+    release.set()
+    deadline = time.monotonic() + 5
+    while not closing and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert closing  # the late revocation did nothing:
+    assert parts.log.count("commit") == commits
+    assert REGISTRY.get_sample_value("logwheel_rebalances_total", revoked) == revocations

@@ -88,14 +88,15 @@ def test_the_record_of_a_refused_one_record_commit_is_dead_lettered_from_then_on
     search.handle(msgs[1:2], routes, holds)
     search.committed(False, TOO_LARGE)
     reason = f"the broker refused its output: {TOO_LARGE.str()}"
-    assert search.collector.poisoned == {("in", 0, 1): reason}
+    assert {p: str(e) for p, e in search.collector.poisoned.items()} == {("in", 0, 1): reason}
     search.handle(msgs, routes, holds)  # read again: the refused one is not run
     assert task.ran == [1, 0, 2] and inp.position == 3
     assert search.collector.log == ["send r.c.dlq"]
     search.committed(True, None)
     assert search.searching  # records were handled: the search goes on
     search.committed(True, None)
-    assert not search.searching and search.active  # what it found stays dead-lettered
+    # its dead letter committed: forgotten, the records are handled in runs again
+    assert not search.searching and not search.active
 
 
 def test_the_loop_finds_the_refused_record_dead_letters_it_and_the_rest_flows(
@@ -116,3 +117,25 @@ def test_the_loop_finds_the_refused_record_dead_letters_it_and_the_rest_flows(
     assert parts.counts() == {"a": [1], "b": [1], "c": [1]}
     assert parts.dead_letters() == [b"x"]
     assert len(reads) == 1
+
+
+def test_a_record_found_bad_elsewhere_or_behind_the_committed_position_slows_nothing(
+    monkeypatch,
+):
+    """Records are handled one at a time only while a record found bad (a refused production,
+    a hook abandoned: framework/streaming/hung_calls.py) lies in a partition this membership
+    reads, ahead of its committed position: one another process owns, or one committed past,
+    leaves the runs as they are."""
+    from framework.errors import TimedOut
+
+    search, _ = _search(monkeypatch)
+    poisoned = search.collector.poisoned
+    poisoned[("in", 1, 4)] = TimedOut("abandoned")  # in-1 is another process's
+    routes = {("in", 0): (_Task(), _Inp())}
+    assert not search.isolating(routes)
+    poisoned[("in", 0, 7)] = TimedOut("abandoned")
+    assert search.isolating(routes)
+    search.passed({("in", 0): 7})
+    assert search.isolating(routes)  # not yet past it
+    search.passed({("in", 0): 8, ("in", 1): 2})
+    assert not search.isolating(routes) and list(poisoned) == [("in", 1, 4)]

@@ -53,6 +53,7 @@ def test_one_computation_runs_in_this_process_with_the_options_given(tmp_path, m
             "state_dir": tmp_path,
             "kafka": {},
             "registry": None,
+            "owns_process": True,  # its watchdog may interrupt and restart it
             "standby": 2,
             "instance_id": "pod-1",
             "commit_interval_ms": 50,
@@ -122,3 +123,40 @@ def test_a_failing_child_stops_the_others_and_its_exit_code_is_the_commands(tmp_
     for i, name in enumerate(["split-words", "count-words"]):
         args = (tmp_path / f"{name}.args").read_text()
         assert args == f"{common} --computation {name} --metrics-port {9100 + i}"
+
+
+DEAD_MAN_CHILD = """\
+    import os, sys
+    args = sys.argv[1:]
+    name = args[args.index("--computation") + 1]
+    home = os.path.join(args[args.index("--state-dir") + 1], "wordcount", name)
+    os.makedirs(home, exist_ok=True)
+    starts = os.path.join({out!r}, name + ".starts")
+    with open(starts, "a") as f:
+        f.write("start\\n")
+    if name == "count-words" and open(starts).read().count("start") < 3:
+        with open(os.path.join(home, "dead-man.txt"), "w") as f:  # as faulthandler does
+            f.write("Timeout (0:00:10)!\\n")
+        os._exit(1)
+    sys.exit(0)
+"""
+
+
+def test_a_child_ended_by_its_dead_man_switch_is_started_again_with_backoff(tmp_path, monkeypatch):
+    """A computation whose hook held the GIL ends by its dead-man switch (exit 1, its stacks
+    in its state dir); the job stays up: the child is started again, after 1 s then 2 s, and
+    the other computation is left alone. A child that fails otherwise still stops the job
+    (test above)."""
+    child = tmp_path / "child.py"
+    child.write_text(
+        f"#!{sys.executable}\n" + textwrap.dedent(DEAD_MAN_CHILD.format(out=str(tmp_path)))
+    )
+    child.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(child))
+    waits = []
+    monkeypatch.setattr(supervisor.threading.Event, "wait", lambda self, s: waits.append(s))
+    code = run_computations(WORDCOUNT, [], bootstrap="127.0.0.1:1", state_dir=tmp_path / "s")
+    assert code == 0
+    assert (tmp_path / "count-words.starts").read_text().count("start") == 3
+    assert (tmp_path / "split-words.starts").read_text().count("start") == 1
+    assert waits == [1.0, 2.0]
