@@ -6,15 +6,18 @@ no bytes, so 2**40 of them fit in 6 bytes; skipping a writer-only field goes on 
 of the bytes (booleans, floats and fixed values are skipped unchecked), so any block count
 spins; a recursive type recurses in C until the stack ends (a segmentation fault). So:
 
-- Each writer schema is vetted once, when first met (`bound`). It is refused when an array's
-  items can take no bytes, when a record contains itself with no union, array or map between
-  (no value of it is finite), or when its types nest deeper than MAX_DEPTH.
-- A schema with no array, map or recursive type, whose values visit at most MAX_VALUES types,
-  needs nothing per record: fastavro's work on any value is bounded by the schema.
+- Each writer schema is vetted once, when first met (`bound`, with framework/serde/vetting.py).
+  It is refused when an array's items can take no bytes, when a record contains itself with no
+  union, array or map between (no value of it is finite), when its types nest deeper than
+  MAX_DEPTH, or when a decimal of fixed size is longer than MAX_DECIMAL_BYTES.
+- A schema with no array, map, decimal in bytes or recursive type, whose values visit at most
+  MAX_VALUES types, needs nothing per record: fastavro's work on any value is bounded by the
+  schema.
 - Any other schema gets a check of each value's bytes before fastavro reads them: a walk along
   the writer schema that reads what fastavro would (a skipping decoder, no values built) and
   refuses a block count larger than the bytes left could hold, a block whose byte size is not
-  that of its items, values nested deeper than MAX_DEPTH, and more than MAX_VALUES +
+  that of its items, values nested deeper than MAX_DEPTH, a decimal longer than
+  MAX_DECIMAL_BYTES (fastavro converts it in quadratic time), and more than MAX_VALUES +
   VALUES_PER_BYTE per byte of values that take no bytes of their own (records, nulls: a
   schema using one such type many times over). Recursive types are read to that depth rather
   than refused: trees and linked lists are valid Avro, and the walk is needed for arrays
@@ -27,21 +30,33 @@ bytes that end inside a value raise `Truncated` (one), where fastavro would rais
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from framework.errors import BadRecord
+from framework.serde.vetting import (
+    MAX_DECIMAL_BYTES,
+    MAX_DEPTH,
+    MAX_VALUES,
+    PRIMITIVE_WIDTH,
+    RECORDS,
+    SIZED,
+    VALUES_PER_BYTE,
+    VARINTS,
+    OutOfBounds,
+    Truncated,
+    Vetting,
+    is_decimal,
+)
 
-MAX_DEPTH = 100
-"""Records, arrays and maps nested in one value, at most (fastavro recurses in C)."""
-
-MAX_VALUES = 100_000
-"""Values one decode may visit whatever its size (and no-byte values beyond VALUES_PER_BYTE)."""
-
-VALUES_PER_BYTE = 16
-"""Values that take no bytes (records, nulls) one decode may visit per byte of its body."""
+__all__ = [
+    "MAX_DECIMAL_BYTES",
+    "MAX_DEPTH",
+    "Check",
+    "OutOfBounds",
+    "Truncated",
+    "bound",
+    "refusal",
+]
 
 Check = Callable[[bytes, int], int]
 """(data, offset of the Avro body) -> where the value ends; or OutOfBounds (Truncated)."""
@@ -49,29 +64,8 @@ Check = Callable[[bytes, int], int]
 _Skip = Callable[[bytes, int, int, list[int]], int]
 """(data, position, depth, [no-byte values visited]) -> position after the value."""
 
-_PRIMITIVE_WIDTH = {"null": 0, "boolean": 1, "float": 4, "double": 8}
-_VARINTS = ("int", "long", "enum")
-_SIZED = ("bytes", "string")
-_PRIMITIVES = {*_PRIMITIVE_WIDTH, "int", "long", *_SIZED}
-_RECORDS = ("record", "error")
-_NAMED = (*_RECORDS, "enum", "fixed")
-_COMPLEX = {*_NAMED, "array", "map"}
 _MASK64 = (1 << 64) - 1
 _VARINT, _LENGTH, _WIDTH, _CALL = range(4)  # how a record skips a field
-
-
-class OutOfBounds(BadRecord):
-    """A writer schema or a value beyond the bounds of decoding; the message says which."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__("decode", reason)
-
-
-class Truncated(OutOfBounds):
-    """Bytes that end inside a value: fastavro's EOFError, found before fastavro reads."""
-
-    def __init__(self) -> None:
-        super().__init__("the bytes end inside a value")
 
 
 def bound(schema: Any, named: Mapping[str, Any], label: str) -> Check | None:
@@ -80,7 +74,8 @@ def bound(schema: Any, named: Mapping[str, Any], label: str) -> Check | None:
     that caches it refuses the schema's values without vetting it again. `named` holds the
     named types its references name; `label` names it in reasons ("writer schema id 7")."""
     try:
-        return _Vetting(named, label).check(schema)
+        vetting = Vetting(named, label)
+        return _Walk(vetting).check(schema) if vetting.vet(schema) else None
     except OutOfBounds as refused:
         reason = str(refused)
     except RecursionError:
@@ -121,13 +116,24 @@ def _skip_varint(data: bytes, pos: int, depth: int, spent: list[int]) -> int:
 
 
 def _skip_sized(data: bytes, pos: int, depth: int, spent: list[int]) -> int:
-    size, pos = _varint(data, pos)
-    if size < 0:
-        raise OutOfBounds(f"a negative length {size}")
-    pos += size
+    first = data[pos]
+    if first < 0x80 and not first & 1:  # a length under 64, in one byte: most of them
+        pos += 1 + (first >> 1)
+    else:
+        size, pos = _varint(data, pos)
+        if size < 0:
+            raise OutOfBounds(f"a negative length {size}")
+        pos += size
     if pos > len(data):
         raise Truncated
     return pos
+
+
+def _skip_decimal(data: bytes, pos: int, depth: int, spent: list[int]) -> int:
+    size = _varint(data, pos)[0]
+    if size > MAX_DECIMAL_BYTES:
+        raise OutOfBounds(f"a decimal of {size} bytes, more than {MAX_DECIMAL_BYTES}")
+    return _skip_sized(data, pos, depth, spent)
 
 
 def _skip_width(width: int) -> _Skip:
@@ -144,200 +150,20 @@ def _too_deep() -> OutOfBounds:
     return OutOfBounds(f"values nested deeper than {MAX_DEPTH}")
 
 
-class _Vetting:
-    """One writer schema, vetted and compiled into its check."""
+class _Walk:
+    """A vetted writer schema compiled into the check of its values: one skipper per type,
+    named types compiled once (a recursive reference bound once its type is)."""
 
-    def __init__(self, named: Mapping[str, Any], label: str) -> None:
-        self.named = named
-        self.label = label
-        self.defs: dict[str, Any] = {}  # named types the schema reaches, by full name
+    def __init__(self, vetting: Vetting) -> None:
+        self.vetting = vetting
         self.path: set[str] = set()
-        self.arrays: list[Any] = []  # item types of every array
-        self.recursive = False
-        self.blocks = False
-        self.widths: dict[str, float] = {}  # least bytes a value of each named type takes
-        self.memo: dict[tuple[str, str], Any] = {}  # (property, name) -> value
         self.compiled: dict[str, _Skip] = {}
         self.cells: dict[str, list[_Skip]] = {}  # late-bound recursive references
 
-    def refused(self, why: str) -> OutOfBounds:
-        return OutOfBounds(f"{self.label} refused: {why}")
-
-    def check(self, schema: Any) -> Check | None:
-        self._collect(schema)
-        self._least_widths()
-        for name, width in self.widths.items():
-            if width == math.inf:
-                raise self.refused(
-                    f"record {name} contains itself with no union, array or map between, "
-                    "so no value of it is finite"
-                )
-        for items in self.arrays:
-            if self._width(items) == 0:
-                raise self.refused(
-                    f"its array items ({_describe(items)}) take no bytes, so a block count "
-                    "could claim any number of them"
-                )
-        depth = self._depth(schema)
-        if depth > MAX_DEPTH:
-            raise self.refused(f"its types nest {depth} deep, more than {MAX_DEPTH}")
-        if not (self.recursive or self.blocks) and self._work(schema) <= MAX_VALUES:
-            return None
-        return self._walker(schema)
-
-    # -- what a type is ------------------------------------------------------------------
-
-    def _resolve(self, node: Any) -> tuple[str, Any, str | None]:
-        """(kind, definition, full name of a named type or None) of a parsed type."""
-        if isinstance(node, str):
-            if node in _PRIMITIVES:
-                return node, node, None
-            found = self.named.get(node)
-            if not isinstance(found, dict):
-                raise self.refused(f"it names type {node!r}, which it does not define")
-            return self._resolve(found)
-        if isinstance(node, list):
-            return "union", node, None
-        if isinstance(node, dict):
-            kind = node.get("type")
-            if isinstance(kind, str) and (kind in _PRIMITIVES or kind in _COMPLEX):
-                return kind, node, node.get("name") if kind in _NAMED else None
-            if isinstance(kind, (str, dict, list)):  # a type written as {"type": <type>}
-                return self._resolve(kind)
-        raise self.refused(f"{_describe(node)} is not an Avro type")
-
-    def _collect(self, node: Any) -> None:
-        """Named types, recursion and arrays of the schema (a depth-first walk)."""
-        kind, body, name = self._resolve(node)
-        if name is not None:
-            if name in self.path:
-                self.recursive = True
-                return
-            if name in self.defs:
-                return
-            self.defs[name] = body
-            self.path.add(name)
-        if kind in _RECORDS:
-            for field in body["fields"]:
-                self._collect(field["type"])
-        elif kind == "union":
-            for branch in body:
-                self._collect(branch)
-        elif kind == "array":
-            self.blocks = True
-            self.arrays.append(body["items"])
-            self._collect(body["items"])
-        elif kind == "map":
-            self.blocks = True
-            self._collect(body["values"])
-        elif kind == "fixed" and not (isinstance(body["size"], int) and body["size"] >= 0):
-            raise self.refused(f"fixed {name} has size {body['size']!r}")
-        if name is not None:
-            self.path.discard(name)
-
-    def _least_widths(self) -> None:
-        """The least bytes a value of each named type takes (inf: no value is finite), as the
-        least fixpoint over the types, which may refer to each other."""
-        self.widths = dict.fromkeys(self.defs, math.inf)
-        ordered = list(reversed(self.defs.items()))  # types used before their users, mostly
-        for _ in range(len(ordered) + 1):
-            changed = False
-            for name, body in ordered:
-                width = self._width_of(body)
-                if width < self.widths[name]:
-                    self.widths[name], changed = width, True
-            if not changed:
-                return
-
-    def _width(self, node: Any) -> float:
-        kind, body, name = self._resolve(node)
-        return self.widths[name] if name is not None else self._width_of(body)
-
-    def _width_of(self, node: Any) -> float:
-        kind, body, _ = self._resolve(node)
-        if kind in _PRIMITIVE_WIDTH:
-            return _PRIMITIVE_WIDTH[kind]
-        if kind == "fixed":
-            return body["size"]
-        if kind in _RECORDS:
-            return sum(self._width(f["type"]) for f in body["fields"])
-        if kind == "union":
-            return 1 + min((self._width(b) for b in body), default=math.inf)
-        return 1  # a varint, a length, or an array's or map's closing zero
-
-    def _named(self, prop: str, node: Any, compute: Callable[[str, Any], Any]) -> Any:
-        """`compute(kind, body)` of a type, remembered per named type (a schema may use one
-        named type many times: computing it once keeps vetting linear in the schema)."""
-        kind, body, name = self._resolve(node)
-        if name is None:
-            return compute(kind, body)
-        key = (prop, name)
-        if key not in self.memo:
-            self.memo[key] = 0  # a recursive reference counts nothing here
-            self.memo[key] = compute(kind, body)
-        return self.memo[key]
-
-    def _depth(self, node: Any) -> int:
-        """Records, arrays and maps nested in the type (a recursive reference: 0)."""
-
-        def compute(kind: str, body: Any) -> int:
-            if kind in _RECORDS:
-                return 1 + max((self._depth(f["type"]) for f in body["fields"]), default=0)
-            if kind == "union":
-                return max((self._depth(b) for b in body), default=0)
-            if kind == "array":
-                return 1 + self._depth(body["items"])
-            if kind == "map":
-                return 1 + self._depth(body["values"])
-            return 0
-
-        return self._named("depth", node, compute)
-
-    def _work(self, node: Any) -> int:
-        """Types fastavro visits to read one value, at most (no arrays or recursion here)."""
-
-        def compute(kind: str, body: Any) -> int:
-            if kind in _RECORDS:
-                total = 1 + sum(self._work(f["type"]) for f in body["fields"])
-            elif kind == "union":
-                total = 1 + max((self._work(b) for b in body), default=0)
-            else:
-                total = 1
-            return min(total, MAX_VALUES + 1)
-
-        return self._named("work", node, compute)
-
-    def _nothing(self, node: Any) -> int:
-        """Values in a type that takes no bytes (its records, nulls and empty fixed)."""
-
-        def compute(kind: str, body: Any) -> int:
-            if kind in _RECORDS:
-                return min(1 + sum(self._nothing(f["type"]) for f in body["fields"]), 2**62)
-            return 1
-
-        return self._named("nothing", node, compute)
-
-    def _constant(self, node: Any) -> int | None:
-        """The width of a type whose every value takes the same bytes, else None."""
-
-        def compute(kind: str, body: Any) -> int | None:
-            if kind in _PRIMITIVE_WIDTH:
-                return _PRIMITIVE_WIDTH[kind]
-            if kind == "fixed":
-                return body["size"]
-            if kind in _RECORDS:
-                widths = [self._constant(f["type"]) for f in body["fields"]]
-                return None if None in widths else sum(w for w in widths if w is not None)
-            return None
-
-        return self._named("constant", node, compute)
-
-    # -- the walk ------------------------------------------------------------------------
-
-    def _walker(self, schema: Any) -> Check:
+    def check(self, schema: Any) -> Check:
         top = self._compile(schema)
-        nothing = self._nothing(schema) if top is None else 0
-        label = self.label
+        nothing = self.vetting.nothing(schema) if top is None else 0
+        label = self.vetting.label
 
         def check(data: bytes, start: int) -> int:
             spent = [nothing]
@@ -361,9 +187,9 @@ class _Vetting:
 
     def _compile(self, node: Any) -> _Skip | None:
         """The skipper of a type, None for a type that takes no bytes."""
-        if self._width(node) == 0:
+        if self.vetting.width(node) == 0:
             return None
-        kind, body, name = self._resolve(node)
+        kind, body, name = self.vetting.resolve(node)
         if name is None:
             return self._compile_kind(kind, body)
         if name in self.compiled:
@@ -383,15 +209,15 @@ class _Vetting:
         return skip
 
     def _compile_kind(self, kind: str, body: Any) -> _Skip:
-        if kind in _VARINTS:
+        if kind in VARINTS:
             return _skip_varint
-        if kind in _SIZED:
-            return _skip_sized
-        if kind in _PRIMITIVE_WIDTH:
-            return _skip_width(_PRIMITIVE_WIDTH[kind])
+        if kind in SIZED:
+            return _skip_decimal if is_decimal(body) else _skip_sized
+        if kind in PRIMITIVE_WIDTH:
+            return _skip_width(PRIMITIVE_WIDTH[kind])
         if kind == "fixed":
             return _skip_width(body["size"])
-        if kind in _RECORDS:
+        if kind in RECORDS:
             return self._record(body)
         if kind == "union":
             return self._union(body)
@@ -399,7 +225,7 @@ class _Vetting:
             return self._blocks(body["items"], keyed=False)
         if kind == "map":
             return self._blocks(body["values"], keyed=True)
-        raise self.refused(f"type {kind!r} is not one it can read")
+        raise self.vetting.refused(f"type {kind!r} is not one it can read")
 
     def _record(self, body: Any) -> _Skip:
         """A record's fields in order; varints, lengths and fixed widths are skipped inline
@@ -408,15 +234,15 @@ class _Vetting:
         nothing = 1
         for field in body["fields"]:
             skip = self._compile(field["type"])
-            kind = self._resolve(field["type"])[0]
+            kind = self.vetting.resolve(field["type"])[0]
             if skip is None:
-                nothing += self._nothing(field["type"])
-            elif kind in _VARINTS:
+                nothing += self.vetting.nothing(field["type"])
+            elif kind in VARINTS:
                 ops.append((_VARINT, None))
-            elif kind in _SIZED:
+            elif skip is _skip_sized:
                 ops.append((_LENGTH, None))
-            elif kind in _PRIMITIVE_WIDTH or kind == "fixed":
-                width = self._constant(field["type"])
+            elif kind in PRIMITIVE_WIDTH or kind == "fixed":
+                width = self.vetting.constant(field["type"])
                 if ops and ops[-1][0] == _WIDTH:
                     width += ops.pop()[1]
                 ops.append((_WIDTH, width))
@@ -453,7 +279,7 @@ class _Vetting:
         branches = []
         for branch in body:
             skip = self._compile(branch)
-            branches.append((skip, self._nothing(branch) if skip is None else 0))
+            branches.append((skip, self.vetting.nothing(branch) if skip is None else 0))
         count = len(branches)
 
         def skip_union(data: bytes, pos: int, depth: int, spent: list[int]) -> int:
@@ -472,9 +298,9 @@ class _Vetting:
         """An array's or a map's blocks: each a count, its byte size when the count is
         negative, then the items (a map's each after its string key)."""
         item = self._compile(items)
-        nothing = self._nothing(items) if item is None else 0
-        least = int(self._width(items)) + (1 if keyed else 0)
-        constant = None if keyed else self._constant(items)
+        nothing = self.vetting.nothing(items) if item is None else 0
+        least = int(self.vetting.width(items)) + (1 if keyed else 0)
+        constant = None if keyed else self.vetting.constant(items)
         what = "map entries" if keyed else "array items"
 
         def skip_blocks(data: bytes, pos: int, depth: int, spent: list[int]) -> int:
@@ -499,6 +325,13 @@ class _Vetting:
                 begin = pos
                 if constant is not None:
                     pos += count * constant
+                elif item is _skip_sized and not keyed:  # strings: a call saved per item
+                    for _ in range(count):  # past the end, the next count's read says so
+                        first = data[pos]
+                        if first < 0x80 and not first & 1:
+                            pos += 1 + (first >> 1)
+                        else:
+                            pos = _skip_sized(data, pos, depth, spent)
                 else:
                     spent[0] += nothing * count
                     for _ in range(count):
@@ -513,8 +346,3 @@ class _Vetting:
                     )
 
         return skip_blocks
-
-
-def _describe(node: Any) -> str:
-    text = json.dumps(node, default=str) if not isinstance(node, str) else node
-    return text if len(text) <= 80 else text[:77] + "..."

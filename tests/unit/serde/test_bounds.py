@@ -1,5 +1,5 @@
-"""Bounds on decoding Avro others wrote (framework/serde/bounds.py): which writer schemas are
-refused when first met, which need nothing per record, and the walk that refuses a value's
+"""Bounds on decoding Avro others wrote (framework/serde/bounds.py): the check each writer
+schema gets once vetted (tests/unit/serde/test_vetting.py), and the walk that refuses a value's
 bytes before fastavro could allocate, loop or recurse without bound on them. The Confluent and
 single-object decoders that use it: tests/unit/serde/test_confluent.py, test_codecs.py; in a
 running job: tests/integration/test_confluent_format.py."""
@@ -14,7 +14,7 @@ from fastavro.schema import parse_schema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from framework.serde.bounds import MAX_DEPTH, OutOfBounds, Truncated, bound
+from framework.serde.bounds import MAX_DECIMAL_BYTES, MAX_DEPTH, OutOfBounds, Truncated, bound
 
 
 def zz(n: int) -> bytes:
@@ -56,65 +56,21 @@ def linked(depth: int) -> bytes:
     return (zz(1) + zz(1)) * (depth - 1) + zz(1) + zz(0)
 
 
-# -- vetting a writer schema once --------------------------------------------------------
+# -- what vetting makes of a writer schema (tests/unit/serde/test_vetting.py) -----------------
 
 
-@pytest.mark.parametrize(
-    "items",
-    [
-        "null",
-        {"type": "fixed", "name": "Nothing", "size": 0},
-        record("Empty"),
-        record("Nulls", ("a", "null"), ("b", record("Inner", ("c", "null")))),
-    ],
-)
-def test_an_array_whose_items_take_no_bytes_is_refused(items):
-    reason = refusal({"type": "array", "items": items})
-    assert reason.startswith("writer schema id 7 refused: its array items")
-    assert "take no bytes, so a block count could claim any number of them" in reason
-
-
-def test_zero_width_items_are_refused_wherever_the_array_is_even_where_a_reader_skips_it():
-    reason = refusal(record("W", ("word", "string"), ("junk", {"type": "array", "items": "null"})))
-    assert "array items (null) take no bytes" in reason
-
-
-def test_a_record_that_contains_itself_with_nothing_between_has_no_finite_value():
-    reason = refusal(record("Loop", ("n", "int"), ("again", "Loop")))
-    assert "record Loop contains itself with no union, array or map between" in reason
-
-
-def test_types_nested_deeper_than_the_bound_are_refused_and_the_bound_itself_is_not():
-    def nested(depth: int):
-        schema = record("L0", ("v", "int"))
-        for level in range(1, depth):
-            schema = record(f"L{level}", ("inner", schema))
-        return schema
-
-    assert vet(nested(MAX_DEPTH))[1] is None
-    assert f"its types nest {MAX_DEPTH + 1} deep, more than {MAX_DEPTH}" in refusal(
-        nested(MAX_DEPTH + 1)
-    )
-
-
-def test_a_schema_with_no_array_map_or_recursion_needs_no_check_per_record():
+def test_a_schema_fastavro_bounds_by_itself_gets_no_check_and_a_refused_one_a_refusal():
     assert vet(WORD_COUNT)[1] is None
-    assert vet(record("Opt", ("a", ["null", "string", WORD_COUNT]), ("b", "double")))[1] is None
+    reason = refusal({"type": "array", "items": "null"})
+    assert reason.startswith("writer schema id 7 refused: its array items (null) take no bytes")
 
 
-def test_recursive_and_block_schemas_are_read_with_a_check_not_refused():
-    for schema in (
-        NODE,
-        TREE,
-        {"type": "map", "values": "null"},
-        {"type": "array", "items": "int"},
-    ):
-        parsed, check = vet(schema)
-        assert check is not None, schema
-    # mutually recursive types, each finite through the other's union
+def test_types_that_refer_to_each_other_are_walked_through_each_other():
     a = record("A", ("b", ["null", record("B", ("a", "A"))]))
     parsed, check = vet(a)
     assert check(zz(1) + zz(1) + zz(0), 0) == 3
+    with pytest.raises(OutOfBounds, match="nested deeper"):
+        check((zz(1) + zz(1)) * 200 + zz(0), 0)
 
 
 def test_a_schema_that_expands_to_a_bomb_of_values_taking_no_bytes_is_refused_per_value():
@@ -126,6 +82,19 @@ def test_a_schema_that_expands_to_a_bomb_of_values_taking_no_bytes_is_refused_pe
     assert check is not None
     with pytest.raises(OutOfBounds, match="values that take no bytes in a 0-byte body"):
         check(b"", 0)
+
+
+def test_a_decimal_longer_than_the_bound_is_refused_before_fastavro_converts_it():
+    """fastavro turns a decimal's bytes into a Decimal in time quadratic in their length (12 s
+    for 400 KB)."""
+    decimal = {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}
+    parsed, check = vet(record("Price", ("amount", decimal), ("currency", "string")))
+    fine = zz(2) + b"\x01\x00" + zz(3) + b"EUR"
+    assert check(fine, 0) == len(fine)
+    assert str(schemaless_reader(io.BytesIO(fine), parsed)["amount"]) == "2.56"
+    long = zz(MAX_DECIMAL_BYTES + 1) + bytes(MAX_DECIMAL_BYTES + 1) + zz(0)
+    with pytest.raises(OutOfBounds, match=f"a decimal of {MAX_DECIMAL_BYTES + 1} bytes, more"):
+        check(long, 0)
 
 
 def test_a_refused_schema_refuses_every_value_with_the_same_reason():
@@ -215,6 +184,7 @@ def test_bytes_fastavro_would_read_otherwise_are_refused(items, body, reason):
             ),
             zz(1) + zz(5) + zz(0) + bytes(8) + b"\x01",
         ),
+        ({"type": "array", "items": "string"}, zz(2) + zz(1) + b"a" + zz(2) + b"bc" + zz(0)),
     ],
 )
 def test_bytes_that_end_inside_a_value_are_truncated_before_fastavro_reads_them(schema, whole):
@@ -240,6 +210,7 @@ RICH = record(
     ("blob", "bytes"),
     ("tags", {"type": "map", "values": "null"}),
     ("weights", {"type": "array", "items": "float"}),
+    ("words", {"type": "array", "items": "string"}),
     ("opt", ["null", "int", "string", EMPTY]),
     ("kids", {"type": "array", "items": "Rich"}),
     ("next", ["null", "Rich"]),
@@ -260,6 +231,7 @@ def rich_values():
             "blob": st.binary(max_size=5),
             "tags": st.dictionaries(st.text(max_size=3), st.none(), max_size=3),
             "weights": st.lists(st.just(0.5), max_size=4),
+            "words": st.lists(st.text(max_size=70), max_size=3),
             "opt": st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=3), st.just({})),
         }
     )
