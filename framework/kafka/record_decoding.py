@@ -33,11 +33,14 @@ def decode_record(
         decoded = decode(value)
         rid = None
         if headers:
+            dropped = 0
             for name, header in headers:
                 if name == ID_HEADER:
                     rid = header.decode()
                 elif name.startswith(RESERVED_PREFIX):  # only logwheel writes these: dropped
-                    DROPPED_HEADERS.labels(stream).inc()
+                    dropped += 1
+            if dropped:  # one increment per record: a record may carry 80,000 of them
+                DROPPED_HEADERS.labels(stream).inc(dropped)
         key_text = key.decode() if key else ""
         rid = rid or f"{id_prefix}{offset}"
         return make_record(key_text, decoded, timestamp, stream, rid)

@@ -35,6 +35,7 @@ from fastavro.schema import parse_schema
 from fastavro.validation import validate
 
 from framework.errors import BadRecord
+from framework.serde.bounds import Check, OutOfBounds, Truncated, bound
 from framework.serde.schemas import (
     SCHEMAS_ENV,
     SchemaError,
@@ -124,6 +125,7 @@ class Schemas(Mapping[str, Any]):
                     self._by_fingerprint[fp] = name
         self._encoders: dict[str, Encoder] = {}
         self._decoders: dict[str, Decoder] = {}
+        self._bounds: dict[bytes, Check | None] = {}  # writer fingerprint -> its values' check
         self._lock = threading.Lock()
 
     # Mapping
@@ -195,15 +197,24 @@ class Schemas(Mapping[str, Any]):
     def _make_encoder(self, name: str) -> Encoder:
         return avro_encoder(name, self[name], self.header(name))
 
+    def _bound(self, fp: bytes, label: str, writer: Any) -> Check | None:
+        """The check values of this writer schema need before fastavro reads them, vetted
+        once (framework/serde/bounds.py): a job's own schema may be recursive or hold arrays,
+        and the bytes come from whoever may write the topic."""
+        if fp not in self._bounds:
+            named = writer.get("__named_schemas") if isinstance(writer, dict) else None
+            self._bounds[fp] = bound(writer, named or self._named, f"writer schema {label}")
+        return self._bounds[fp]
+
     def _make_decoder(self, name: str) -> Decoder:
         reader = self[name]
-        # writer fingerprint -> (writer name, writer schema, reader schema or None if same)
-        plans: dict[bytes, tuple[str, Any, Any]] = {
-            fp: (n, self._parsed[n], None if n == name else reader)
-            for fp, n in self._by_fingerprint.items()
-            if fp not in self._older
-        }
-        plans.update({fp: (v, old, reader) for fp, (v, old) in self._older.items()})
+        # writer fingerprint -> (writer name, writer schema, reader schema or None if same,
+        # the check of its values)
+        plans: dict[bytes, tuple[str, Any, Any, Check | None]] = {}
+        for fp, n in self._by_fingerprint.items():
+            writer_name, writer = self._older.get(fp) or (n, self._parsed[n])
+            resolve_to = None if writer_name == name else reader
+            plans[fp] = (writer_name, writer, resolve_to, self._bound(fp, writer_name, writer))
 
         def decode(data: bytes) -> Any:
             if data is None:
@@ -221,13 +232,17 @@ class Schemas(Mapping[str, Any]):
                     f"no schemas/*.avsc has it (stream schema {name}); add the writer's "
                     "schema to schemas/ to read it"
                 )
-            writer_name, writer, resolve_to = plan
+            writer_name, writer, resolve_to, check = plan
             buf = BytesIO(data)
             buf.seek(HEADER_SIZE)
             try:
+                if check is not None:  # bytes whose reading fastavro would not bound
+                    check(data, HEADER_SIZE)
                 value = schemaless_reader(buf, writer, resolve_to)
-            except EOFError:
+            except (EOFError, Truncated):
                 raise DecodeError(f"truncated {writer_name} body ({len(data)} bytes)") from None
+            except OutOfBounds as exc:
+                raise DecodeError(str(exc)) from None
             except Exception as exc:
                 raise DecodeError(
                     f"cannot read {writer_name} as {name}: {type(exc).__name__}: {exc}"

@@ -28,6 +28,7 @@ from fastavro import schemaless_reader
 from fastavro.schema import parse_schema
 
 from framework.errors import ConfigurationError
+from framework.serde.bounds import Check, OutOfBounds, Truncated, bound, refusal
 from framework.serde.codecs import DecodeError, Decoder, Encoder, Schemas, avro_encoder
 from framework.serde.schemas import self_contained
 
@@ -129,7 +130,8 @@ class WireFormat:
         self.source = source
         self.schemas = schemas
         self.subject = subject  # (topic, record full name) -> the subject writers register under
-        self._writers: dict[int, Any] = {}  # schema id -> parsed writer schema
+        # schema id -> (parsed writer schema, None once refused; the check of its values)
+        self._writers: dict[int, tuple[Any, Check | None]] = {}
         self._lock = threading.Lock()
 
     def encoder(self, topic: str, name: str) -> Encoder:
@@ -142,28 +144,34 @@ class WireFormat:
     def decoder(self, topic: str, name: str | None) -> Decoder:
         """Decoder of `topic`'s values to schema `name` (None: as each writer wrote them)."""
         reader = self.schemas[name] if name is not None else None
-        plans: dict[int, tuple[Any, Any]] = {}  # id -> (writer, reader or None when the same)
+        # id -> (writer, reader or None when the same, the check of its values)
+        plans: dict[int, tuple[Any, Any, Check | None]] = {}
         wanted = name or "the writer's schema"
 
-        def plan_of(schema_id: int) -> tuple[Any, Any]:
-            writer = self.writer(schema_id, topic)
-            same = reader is None or _same_type(writer, reader, self.schemas.named)
+        def plan_of(schema_id: int) -> tuple[Any, Any, Check | None]:
+            writer, check = self.writer(schema_id, topic)
+            same = reader is None or writer is None
+            same = same or _same_type(writer, reader, self.schemas.named)
             if len(plans) >= CACHE_SIZE:
                 plans.clear()
-            plans[schema_id] = plan = (writer, None if same else reader)
+            plans[schema_id] = plan = (writer, None if same else reader, check)
             return plan
 
         def decode(data: bytes) -> Any:
             schema_id = read_header(data)
-            plan = plans.get(schema_id) or plan_of(schema_id)
+            writer, resolve_to, check = plans.get(schema_id) or plan_of(schema_id)
             # fastavro reads a string or bytes cut short without complaint: one byte past the
             # end shows it, since a whole value never reads beyond its last byte.
             buf = BytesIO(data + _SENTINEL)
             buf.seek(HEADER_SIZE)
             try:
-                value = schemaless_reader(buf, plan[0], plan[1])
-            except EOFError:
+                if check is not None:  # bytes whose reading fastavro would not bound
+                    check(data, HEADER_SIZE)
+                value = schemaless_reader(buf, writer, resolve_to)
+            except (EOFError, Truncated):
                 raise DecodeError(_truncated(data, schema_id)) from None
+            except OutOfBounds as exc:
+                raise DecodeError(str(exc)) from None
             except Exception as exc:
                 raise DecodeError(
                     f"cannot read schema id {schema_id} as {wanted}: {type(exc).__name__}: {exc}"
@@ -179,8 +187,9 @@ class WireFormat:
 
         return decode
 
-    def writer(self, schema_id: int, topic: str) -> Any:
-        """The parsed writer schema of `schema_id`, fetched from the registry once."""
+    def writer(self, schema_id: int, topic: str) -> tuple[Any, Check | None]:
+        """The parsed writer schema of `schema_id` (None if refused) and the check its values
+        need (framework/serde/bounds.py), fetched from the registry and vetted once."""
         writer = self._writers.get(schema_id)
         if writer is not None:
             return writer
@@ -191,16 +200,17 @@ class WireFormat:
                 f"unknown schema id {schema_id}: the registry at {self.source.url} has no "
                 f"such schema (topic {topic})"
             ) from None
+        named: dict[str, Any] = {}
         try:
-            parsed = parse_schema(json.loads(text))
+            parsed = parse_schema(json.loads(text), named_schemas=named)
+            vetted = (parsed, bound(parsed, named, f"writer schema id {schema_id}"))
         except Exception as exc:
-            raise DecodeError(
-                f"schema id {schema_id} from {self.source.url} does not parse as Avro: {exc}"
-            ) from None
+            reason = f"schema id {schema_id} from {self.source.url} does not parse as Avro: {exc}"
+            vetted = (None, refusal(reason))
         with self._lock:
             if len(self._writers) >= CACHE_SIZE:
                 del self._writers[next(iter(self._writers))]
-            return self._writers.setdefault(schema_id, parsed)
+            return self._writers.setdefault(schema_id, vetted)
 
 
 def _same_type(writer: Any, reader: Any, named: Mapping[str, Any]) -> bool:

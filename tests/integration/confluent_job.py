@@ -71,3 +71,19 @@ def build_as_written(name: str, prefix: str, registry: str | None) -> Pipeline:
         formats={f"{prefix}seen": "json"},
     )
     return pipeline
+
+
+def build_both_ways(name: str, prefix: str, registry: str | None) -> Pipeline:
+    """`build` with a second input, `anything`, declared with no schema: read as each writer
+    wrote it (a hostile writer schema is met as written there, and through resolution to
+    wordcount.WordCount on `words`)."""
+    pipeline = Pipeline(name, partitions=1, registry=registry)
+    pipeline.source(f"{prefix}words", schema="wordcount.WordCount", format="confluent")
+    pipeline.source(f"{prefix}anything", format="confluent")
+    pipeline.computation(
+        "double",
+        lambda: Double(f"{prefix}doubled"),
+        inputs={f"{prefix}words": None, f"{prefix}anything": None},
+        outputs={f"{prefix}doubled": "wordcount.WordCount"},
+    )
+    return pipeline

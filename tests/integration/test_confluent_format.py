@@ -1,8 +1,9 @@
 """The Confluent wire format against a real Schema Registry and a real broker: a logwheel job
 reads what confluent-kafka's own `AvroSerializer` wrote and writes what its `AvroDeserializer`
-reads; records it cannot read (unknown schema id, wrong magic byte, truncated body) go to the
-dead-letter topic with their reason while the rest flows; a registry that does not answer
-stops the start in one line naming its URL.
+reads; records it cannot read (unknown schema id, wrong magic byte, truncated body, a hostile
+writer schema that would exhaust memory, spin or crash fastavro) go to the dead-letter topic
+with their reason while the rest flows; a registry that does not answer stops the start in one
+line naming its URL.
 
 The registry is the `registry` fixture's (tests/conftest.py): the module's own.
 """
@@ -13,11 +14,12 @@ import json
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from framework.jvm.process import any_free_port
+from framework.serde.confluent import frame
 from tests.integration.registry_gate import registry_gate
 from tests.support import UniqueJob, read_topic, wait_for
 
@@ -209,6 +211,79 @@ def test_an_id_the_registry_refuses_is_dead_lettered_with_its_words_and_the_rest
     log = job.output()
     assert log.count("Too many requests") == 1 and log.count("answers again") == 1, log[-3000:]
     assert "Traceback" not in log, log[-3000:]
+
+
+NODE = {"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]}
+HUGE = b"\x80\x80\x80\x80\x80\x40"  # the block count 2**40, as Avro writes a long
+ZERO_WIDTH = "refused: its array items (null) take no bytes, so a block count could claim any"
+TOO_DEEP = "values nested deeper than 100"
+TOO_MANY = (
+    "a block of 1099511627776 array items (each at least 1 bytes) cannot fit in the 1 bytes left"
+)
+
+
+def _with(field: dict) -> dict:
+    """wordcount.WordCount as a writer with one more field: one its readers skip."""
+    return {**THEIR_SCHEMA, "fields": [*THEIR_SCHEMA["fields"][:2], field]}
+
+
+def test_hostile_writer_schemas_are_dead_lettered_and_the_job_stays_up(kafka, tmp_path, registry):
+    """Issue 38, finding 1: a valid writer schema in the registry and a tiny body. As written,
+    2**40 nulls grew memory until the process was killed, and a list 5,000 deep crashed it in
+    C (exit 139); skipped by resolution to wordcount.WordCount, a block count spun the CPU, and
+    the deep list crashed it too. Each is now a dead letter with its reason, the job alive, and
+    every other record counted exactly once."""
+    job_def = UniqueJob(kafka, tmp_path, f"{FACTORY}_both_ways", "wirehostile", registry)
+    words, anything = f"{job_def.prefix}words", f"{job_def.prefix}anything"
+    client = SchemaRegistryClient({"url": registry})
+
+    def register(n: int, schema: dict) -> int:
+        subject = f"{job_def.prefix}hostile-{n}-value"
+        return client.register_schema(subject, Schema(json.dumps(schema), "AVRO"))
+
+    bomb = register(1, {"type": "array", "items": "null"})
+    deep = register(2, NODE)
+    spin_null = register(3, _with({"name": "junk", "type": {"type": "array", "items": "null"}}))
+    spin = register(4, _with({"name": "junk", "type": {"type": "array", "items": "boolean"}}))
+    deep_skip = register(5, _with({"name": "next", "type": ["null", NODE]}))
+    word = b"\x02a\x02"  # {"word": "a", "count": 1}
+    list_5000 = b"\x02" * 5000 + b"\x00"
+    hostile = [  # (topic, value, the dead letter's reason)
+        (anything, frame(bomb, HUGE + b"\x00"), f"writer schema id {bomb} {ZERO_WIDTH}"),
+        (anything, frame(deep, list_5000), f"{TOO_DEEP} (writer schema id {deep})"),
+        (
+            words,
+            frame(spin_null, word + HUGE + b"\x00"),
+            f"writer schema id {spin_null} {ZERO_WIDTH}",
+        ),
+        (words, frame(spin, word + HUGE + b"\x00"), f"{TOO_MANY} (writer schema id {spin})"),
+        (words, frame(deep_skip, word + list_5000), f"{TOO_DEEP} (writer schema id {deep_skip})"),
+    ]
+    good = {topic: _their_values(client, topic) for topic in (words, anything)}
+    for topic in (words, anything):  # each hostile record with a good one after it
+        bad, fine = [value for t, value, _ in hostile if t == topic], good[topic]
+        _send(kafka, topic, [fine[0], bad[0], fine[1], *bad[1:], fine[2]])
+    job = job_def.job(computations=["double"]).start()
+    try:
+        out = read_topic(kafka, f"{job_def.prefix}doubled", expect=6, timeout=120, to_end=True)
+        dead = read_topic(kafka, f"{job_def.name}.double.dlq", expect=5, timeout=60, to_end=True)
+        assert job.alive(), job.output()[-3000:]
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+    deserialize = AvroDeserializer(client)
+    ctx = SerializationContext(f"{job_def.prefix}doubled", MessageField.VALUE)
+    counted = sorted((v["word"], v["count"]) for v in (deserialize(m.value(), ctx) for m in out))
+    assert counted == sorted([(w, 2 * c) for w, c, _ in WORDS] * 2)
+    found = {}
+    for m in dead:
+        headers = dict(m.headers())
+        assert headers["logwheel.error.stage"] == b"decode", headers
+        found[(headers["logwheel.source.topic"].decode(), m.value())] = headers[
+            "logwheel.error"
+        ].decode()
+    assert found.keys() == {(topic, value) for topic, value, _ in hostile}
+    for topic, value, reason in hostile:
+        assert reason in found[(topic, value)], (reason, found[(topic, value)])
 
 
 def test_a_registry_that_does_not_answer_stops_the_start_in_one_line(kafka, tmp_path):

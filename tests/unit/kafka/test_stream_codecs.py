@@ -197,3 +197,34 @@ def test_a_schemaless_output_under_a_registry_is_refused_at_start_naming_the_fix
 def test_a_json_value_in_a_wire_format_stream_and_back_say_what_they_are(memory_wire):
     with pytest.raises(DecodeError, match=r"Confluent wire format \(schema id 7\), not JSON"):
         decoder_for(None)(frame(7, b"\x02a\x02"))
+
+
+def test_every_avro_path_refuses_what_fastavro_would_not_bound(memory_wire):
+    """Streams (the streaming and backfill tasks: `stream_decoder`), declared and undeclared
+    tables, and changelog readers (`any_decoder`, as `ChangelogTable` and `changelog.spark`
+    build it) all decode through the bounded codecs: a writer-only recursive field 5,000 deep
+    (a segmentation fault in fastavro) and a single-object mark claiming 2**40 offsets are
+    dead letters with their reason."""
+    node = {"type": "record", "name": "Node", "fields": [{"name": "n", "type": ["null", "Node"]}]}
+    deep = {**WORD_V1, "fields": [*WORD_V1["fields"], {"name": "next", "type": ["null", node]}]}
+    deep_id = memory_wire.register("x-value", json.dumps(deep))
+    hostile = frame(deep_id, b"\x02a\x02" + b"\x02" * 5000 + b"\x00")
+    p = Pipeline("paths", registry="http://r")
+    p.source("theirs", schema="wordcount.WordCount", format="confluent")
+    p.source("anything", format="confluent")
+    decoders = {
+        "stream, resolved": stream_codecs.stream_decoder(p, "theirs"),
+        "stream, as written": stream_codecs.stream_decoder(p, "anything"),
+        "declared table": stream_codecs.table_decoder(p, "theirs"),
+        "undeclared table, changelog reader": stream_codecs.table_decoder(p, "their.changelog"),
+    }
+    for path, decode in decoders.items():
+        with pytest.raises(DecodeError, match=f"values nested deeper than 100 .*id {deep_id}"):
+            decode(hostile)
+        good = _theirs(memory_wire, "theirs", {"word": "a", "count": 1})
+        assert decode(good)["word"] == "a", path
+    mark = encoder_for("logwheel.Watermark")({"producer": "p", "watermark": 1, "offsets": []})
+    forged = mark[:-3] + b"\x80\x80\x80\x80\x80\x40" + b"\x00\x00\x00"  # 2**40 offsets
+    for decode in (decoders["undeclared table, changelog reader"], default_schemas().decode_any):
+        with pytest.raises(DecodeError, match="a block of 1099511627776 array items"):
+            decode(forged)

@@ -382,6 +382,47 @@ def test_truncated_body_and_trailing_bytes(repo):
         decode(data + b"\x00")
 
 
+def test_a_recursive_schema_decodes_to_the_depth_bound_and_deeper_is_a_decode_error(tmp_path):
+    """A job's own recursive type (a linked list): fastavro would recurse in C on whatever
+    depth the bytes claim (a segmentation fault 5,000 deep); deeper than MAX_DEPTH is refused."""
+    node = {
+        "type": "record",
+        "name": "x.Node",
+        "fields": [{"name": "v", "type": "int"}, {"name": "next", "type": ["null", "x.Node"]}],
+    }
+    write(tmp_path, "x.Node", node)
+    schemas = serde.load_schemas(tmp_path)
+    header, decode = schemas.header("x.Node"), schemas.decoder_for("x.Node")
+    assert decode(header + b"\x02\x02" * 99 + b"\x02\x00")["next"]["v"] == 1
+    with pytest.raises(
+        DecodeError, match=r"values nested deeper than 100 \(writer schema x.Node\)"
+    ):
+        decode(header + b"\x02\x02" * 5000 + b"\x02\x00")
+    with pytest.raises(DecodeError, match="truncated x.Node body"):
+        decode(header + b"\x02\x02" * 3)
+
+
+def test_a_writer_schema_with_items_that_take_no_bytes_is_refused_once_for_all_its_values(
+    tmp_path, monkeypatch
+):
+    bag = {
+        "type": "record",
+        "name": "x.Bag",
+        "fields": [{"name": "nothings", "type": {"type": "array", "items": "null"}}],
+    }
+    write(tmp_path, "x.Bag", bag)
+    vetted = []
+    real = serde.bound
+    monkeypatch.setattr(serde, "bound", lambda *a: vetted.append(a[2]) or real(*a))
+    schemas = serde.load_schemas(tmp_path)
+    decode, header = schemas.decoder_for("x.Bag"), schemas.header("x.Bag")
+    for count in (b"\x80\x80\x80\x80\x80\x80\x01", b"\x02"):  # 2**41 nulls, one null
+        with pytest.raises(DecodeError, match="writer schema x.Bag refused: its array items"):
+            decode(header + count + b"\x00")
+    assert schemas.decoder_for("x.Bag") is decode
+    assert vetted.count("writer schema x.Bag") == 1
+
+
 @pytest.mark.parametrize(
     ("value", "field"),
     [

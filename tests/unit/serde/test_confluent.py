@@ -61,7 +61,7 @@ def wire() -> WireFormat:
     return WireFormat(Memory(), load_schemas(REPO / "schemas"))
 
 
-def _avro(schema: dict, value: dict) -> bytes:
+def _avro(schema: dict | str, value: object) -> bytes:
     out = io.BytesIO()
     schemaless_writer(out, parse_schema(schema), value)
     return out.getvalue()
@@ -178,3 +178,61 @@ def test_writer_schemas_kept_parsed_are_bounded(wire):
     assert decode(values[-1]) == {"n": 1} and wire.source.lookups == CACHE_SIZE + 1
     assert decode(values[0]) == {"n": 1}  # dropped from both: fetched again
     assert wire.source.lookups == CACHE_SIZE + 2 and len(wire._writers) == CACHE_SIZE
+
+
+def test_hostile_writer_schemas_are_refused_from_their_cache_and_the_rest_flows(wire, monkeypatch):
+    """Finding 1 of issue 38 without a broker: a registered writer schema whose values would
+    exhaust memory, spin or crash fastavro is dead-lettered with its reason, vetted once."""
+    from framework.serde import confluent
+
+    vetted = []
+    real = confluent.bound
+    monkeypatch.setattr(confluent, "bound", lambda *a: vetted.append(a[2]) or real(*a))
+    bomb = wire.source.register("x-value", json.dumps({"type": "array", "items": "null"}))
+    junk = {"name": "junk", "type": {"type": "array", "items": "boolean"}}
+    spin = wire.source.register(
+        "x-value", json.dumps({**WORD_V1, "fields": [*WORD_V1["fields"], junk]})
+    )
+    node = {
+        "type": "record",
+        "name": "Node",
+        "fields": [{"name": "next", "type": ["null", "Node"]}],
+    }
+    deep = wire.source.register("x-value", json.dumps(node))
+    good = wire.encoder("counts", "wordcount.WordCount")({"word": "a", "count": 1})
+    huge = _avro("long", 2**40)  # a block count
+    as_written, as_word_count = (
+        wire.decoder("counts", None),
+        wire.decoder("counts", "wordcount.WordCount"),
+    )
+    cases = [
+        (
+            as_written,
+            frame(bomb, huge + b"\x00"),
+            f"writer schema id {bomb} refused",
+        ),
+        (
+            as_word_count,
+            frame(spin, b"\x02a\x02" + huge + b"\x00"),
+            "a block of 1099511627776 array items",
+        ),
+        (as_written, frame(deep, b"\x02" * 5000 + b"\x00"), "values nested deeper than 100"),
+    ]
+    for _ in range(2):
+        for decode, data, reason in cases:
+            with pytest.raises(DecodeError, match=reason) as caught:
+                decode(data)
+            assert caught.value.stage == "decode"
+            assert as_word_count(good) == {"word": "a", "count": 1}
+    ids = (bomb, spin, deep, read_header(good))
+    assert sorted(vetted) == sorted(f"writer schema id {i}" for i in ids)
+    assert wire.source.lookups == 4  # one per id
+
+
+def test_a_writer_schema_that_does_not_parse_is_refused_from_its_cache(wire):
+    broken = wire.source.register("x-value", json.dumps({"type": "nothing"}))
+    decode = wire.decoder("counts", None)
+    for _ in range(3):
+        with pytest.raises(DecodeError, match=f"schema id {broken} from memory:// does not parse"):
+            decode(frame(broken, b""))
+    assert wire.source.lookups == 1
