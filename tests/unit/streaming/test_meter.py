@@ -58,18 +58,20 @@ def test_counts_grow_by_what_was_read_and_delivered_since_the_last_report(tmp_pa
 
 def test_a_keyed_tasks_watermarks_are_set_once_known(tmp_path):
     pipeline = Pipeline("meter2", partitions=1).source("in")
-    pipeline.computation("w", Noop, inputs={"in": None})
-    spec = pipeline["w"]
+    pipeline.computation("meter-w", Noop, inputs={"in": None})
+    spec = pipeline["meter-w"]
     collector = FakeCollector()
     io = ComputationIO(pipeline, spec, collector, {"in": 1}, ErrorPolicy(spec.group, "skip"))
     task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
-    meter = Meter("w", FakeConsumer(), collector)
+    meter = Meter("meter-w", FakeConsumer(), collector)
     meter.report([task], task.inputs)
-    assert _sample("logwheel_input_low_watermark_ms", computation="w", partition="0") is None
+    assert _sample("logwheel_input_low_watermark_ms", computation="meter-w", partition="0") is None
 
     task.executor.advance_watermark(5_000)
     meter.report([task], task.inputs)
-    assert _sample("logwheel_input_low_watermark_ms", computation="w", partition="0") == 5_000
-    assert _sample("logwheel_output_low_watermark_ms", computation="w", partition="0") == 5_000
-    assert _sample("logwheel_watermark_lag_seconds", computation="w", partition="0") > 0
+    assert _sample("logwheel_input_low_watermark_ms", computation="meter-w", partition="0") == 5_000
+    assert (
+        _sample("logwheel_output_low_watermark_ms", computation="meter-w", partition="0") == 5_000
+    )
+    assert _sample("logwheel_watermark_lag_seconds", computation="meter-w", partition="0") > 0
     task.close()
