@@ -42,7 +42,10 @@ class Facts:
     rows: list[Status]
     standbys: dict[str, dict[int, list[str]]] = field(default_factory=dict)  # per computation
     dead_letters: dict[str, dict[str, int]] = field(default_factory=dict)  # stage -> count
-    state_records: dict[str, dict[int, int]] = field(default_factory=dict)  # changelog records
+    state_offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+    """Per computation and partition, the offsets its changelog partition spans: the state's
+    keys, plus updates compaction has not yet removed and transaction markers (the state's
+    bytes live in the instances' RocksDB, out of the page's reach)."""
 
 
 def gather(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> Facts:
@@ -62,7 +65,7 @@ def gather(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> Fac
                     bootstrap, pipeline.name, spec.dlq, count, kafka
                 )
             if spec.changelog in existing:
-                facts.state_records[spec.name] = {
+                facts.state_offsets[spec.name] = {
                     p: _extent(consumer, spec.changelog, p)
                     for p in sorted(existing[spec.changelog].partitions)
                 }
@@ -159,7 +162,7 @@ def _computation(
     lags = [p["consumer_lag"] for p in partitions if p["consumer_lag"] is not None]
     owners = {p["partition"]: p["owner"] for p in keyed if p["owner"]}
     held = facts.standbys.get(spec.name, {})
-    records = facts.state_records.get(spec.name, {})
+    records = facts.state_offsets.get(spec.name, {})
     stages = facts.dead_letters.get(spec.name, {})
     return {
         "name": spec.name,
@@ -177,7 +180,7 @@ def _computation(
                 "partition": p,
                 "owner": owners.get(p),
                 "standbys": held.get(p, []),
-                "state_records": records.get(p),
+                "state_offsets": records.get(p),
             }
             for p in range(spec.partitions)
         ],

@@ -174,7 +174,7 @@ def test_the_page_draws_the_graph_a_dead_letter_and_a_held_back_partition(dashbo
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page = browser.new_page(viewport={"width": 1600, "height": 900})
             page.set_default_timeout(10_000)
             page.goto(dashboard.url)
             page.wait_for_selector("body[data-loaded]", timeout=30_000)

@@ -136,6 +136,11 @@ function drawGraph(data) {
       group.append(svg("text", { x: bx, y: by + 3.5, "text-anchor": "middle",
         class: "badge-text dead-letter-badge" }, String(c.dead_letters.total)));
     }
+    if (c) {  // the computation's figures under its box
+      const figures = `lag ${duration(c.lag_ms)} · ${num(c.records_per_second)}/s`;
+      group.append(svg("text", { x: n.x + n.w / 2, y: n.y + n.h + 13, "text-anchor": "middle",
+        class: "kind figures" }, figures));
+    }
     if (held) {
       group.append(svg("text", { x: n.x - 2, y: n.y + 4, class: "warn-mark" }, "⚠"));
     }
@@ -185,15 +190,15 @@ function computationCard(c, now) {
         cell(p.topic), cell(String(p.partition), "num"),
         el("td", {}, utc(p.low_watermark), flag), cell(duration(p.lag_ms), "num"),
         cell(by, "held-back-by"), cell(num(p.consumer_lag), "num"),
-        cell(num(p.records_per_second), "num"), cell(utc(p.last_commit)), cell(p.owner || "–"));
+        cell(num(p.records_per_second), "num"), cell(utc(p.last_commit)), cell(p.owner || "–", "owner"));
       return row;
     })));
 
   card.append(el("h3", {}, "tasks (keyed partitions)"));
-  card.append(table(["partition", "owner", "standbys", "state (changelog records)"],
+  card.append(table(["partition", "owner", "standbys", "state (changelog offsets)"],
     c.tasks.map((t) => el("tr", { class: "task" }, cell(String(t.partition), "num"),
       cell(t.owner || "–"), cell(t.standbys.length ? t.standbys.join(", ") : "–"),
-      cell(num(t.state_records), "num")))));
+      cell(num(t.state_offsets), "num")))));
 
   card.append(el("h3", {}, `dead letters (${c.dead_letters.topic})`));
   const letters = el("div", { class: "dead-letters" });

@@ -69,7 +69,7 @@ def facts(now: int = NOW, **kwargs) -> Facts:
         kwargs.pop("status", rows()),
         standbys={"count": {1: ["shop.count.b"]}},
         dead_letters={"count": {"decode": 2, "process_record": 1}},
-        state_records={"count": {0: 40, 1: 7}},
+        state_offsets={"count": {0: 40, 1: 7}},
     )
 
 
@@ -116,9 +116,9 @@ def test_the_computation_s_summary_tasks_and_dead_letters():
     assert count["lag_ms"] == 60_000 + HELD_BACK_MS
     assert count["consumer_lag"] == 2 and count["last_commit"] == NOW - 5
     assert count["tasks"] == [
-        {"partition": 0, "owner": "shop.count.a", "standbys": [], "state_records": 40},
+        {"partition": 0, "owner": "shop.count.a", "standbys": [], "state_offsets": 40},
         {"partition": 1, "owner": "shop.count.a", "standbys": ["shop.count.b"],
-         "state_records": 7},
+         "state_offsets": 7},
     ]  # fmt: skip
     letters = count["dead_letters"]
     assert letters["topic"] == "shop.count.dlq" and letters["total"] == 3
