@@ -17,21 +17,58 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.clock import now_ms
-from framework.core.pipeline import ComputationSpec, Pipeline
+from framework.core.pipeline import Pipeline
 from framework.kafka.config import client_config, consumer_config, reader_group
 from framework.kafka.topic_ends import watermark_offsets
-from framework.ops.dead_letter_counts import count_by_stage
+
+# STAND-IN until the `replay` branch lands: then
+# `from framework.ops.dead_letter_counts import dead_letters_by_stage` (same signature)
+from framework.ops.dashboard_dead_letters import dead_letters_by_stage
 from framework.ops.holdback import describe_producer
 from framework.ops.layout import layout
 from framework.ops.members import group_members, standbys
 from framework.ops.status import Status, status
-from framework.ops.topology import topology
+from framework.ops.topology import computation_id, sink_id, topology
 
 REFRESH_MS = 3_000
 """How often the page asks again, and the server gathers new figures."""
 HELD_BACK_MS = 10_000
 """A partition whose watermark is this far behind the most advanced partition of the same
 topic (or still unknown while another's is known) is flagged as holding the watermark back."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """What runs as a group of its own and has rows in `logwheel status`: a computation (a
+    window or a join too), or a sink."""
+
+    name: str
+    kind: str
+    node: str  # its node in the graph (framework/ops/topology.py)
+    group: str
+    dlq: str
+    keyed_topics: tuple[str, ...] = ()  # a computation's; a sink keeps no keyed state
+    partitions: int = 0  # of its keyed tasks
+
+
+def parts(pipeline: Pipeline) -> list[Part]:
+    """The pipeline's computations, then its sinks (where its version declares them)."""
+    found = [
+        Part(
+            c.name,
+            c.kind,
+            computation_id(c.name),
+            c.group,
+            c.dlq,
+            tuple(c.keyed_topics),
+            c.partitions,
+        )  # fmt: skip
+        for c in pipeline.computations.values()
+    ]
+    for name in getattr(pipeline, "sinks", None) or {}:
+        group = f"{pipeline.name}.{name}"
+        found.append(Part(name, "sink", sink_id(name), group, f"{group}.dlq"))
+    return found
 
 
 @dataclass
@@ -55,15 +92,11 @@ def gather(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> Fac
     facts = Facts(now, status(pipeline, bootstrap, kafka, now=now))
     admin = AdminClient(client_config(bootstrap, kafka))
     existing = admin.list_topics(timeout=30).topics
+    facts.dead_letters = dead_letters_by_stage(pipeline, bootstrap, kafka)
     consumer = Consumer(consumer_config(bootstrap, reader=reader_group(pipeline.name), extra=kafka))
     try:
         for spec in pipeline.computations.values():
             facts.standbys[spec.name] = standbys(spec, group_members(admin, spec.group))
-            if spec.dlq in existing:
-                count = len(existing[spec.dlq].partitions)
-                facts.dead_letters[spec.name] = count_by_stage(
-                    bootstrap, pipeline.name, spec.dlq, count, kafka
-                )
             if spec.changelog in existing:
                 facts.state_offsets[spec.name] = {
                     p: _extent(consumer, spec.changelog, p)
@@ -94,15 +127,13 @@ def assemble(
     before = {(r.computation, r.topic, r.partition): r for r in previous.rows} if previous else {}
     elapsed = (facts.now - previous.now) if previous else 0
     computations = []
-    for spec in pipeline.computations.values():
-        rows = [r for r in facts.rows if r.computation == spec.name]
+    for part in parts(pipeline):
+        rows = [r for r in facts.rows if r.computation == part.name]
         partitions = [
             _partition(r, before.get((r.computation, r.topic, r.partition)), elapsed) for r in rows
         ]
         _flag_held_back(partitions)
-        computations.append(
-            _computation(spec, ref, facts, partitions, replay_options),
-        )
+        computations.append(_summary(part, ref, facts, partitions, replay_options))
     return {
         "pipeline": pipeline.name,
         "ref": ref,
@@ -151,24 +182,24 @@ def _flag_held_back(partitions: list[dict]) -> None:
             p["holding_back"] = low is None or ahead - low >= HELD_BACK_MS
 
 
-def _computation(
-    spec: ComputationSpec, ref: str, facts: Facts, partitions: list[dict], options: str
-) -> dict:
-    keyed = [p for p in partitions if p["topic"] in spec.keyed_topics]
+def _summary(part: Part, ref: str, facts: Facts, partitions: list[dict], options: str) -> dict:
+    """A computation's (or sink's) figures over its keyed partitions, its tasks, its dead
+    letters, and its rows."""
+    keyed = [p for p in partitions if p["topic"] in part.keyed_topics]
     lows = [p["low_watermark"] for p in keyed]
     low = None if not lows or None in lows else min(lows)
     rates = [p["records_per_second"] for p in partitions if p["records_per_second"] is not None]
     commits = [p["last_commit"] for p in partitions if p["last_commit"] is not None]
     lags = [p["consumer_lag"] for p in partitions if p["consumer_lag"] is not None]
     owners = {p["partition"]: p["owner"] for p in keyed if p["owner"]}
-    held = facts.standbys.get(spec.name, {})
-    records = facts.state_offsets.get(spec.name, {})
-    stages = facts.dead_letters.get(spec.name, {})
+    held = facts.standbys.get(part.name, {})
+    records = facts.state_offsets.get(part.name, {})
+    stages = facts.dead_letters.get(part.name, {})
     return {
-        "name": spec.name,
-        "kind": spec.kind,
-        "node": f"c:{spec.name}",
-        "group": spec.group,
+        "name": part.name,
+        "kind": part.kind,
+        "node": part.node,
+        "group": part.group,
         "low_watermark": low,
         "lag_ms": None if low is None else facts.now - low,
         "consumer_lag": sum(lags) if lags else None,
@@ -182,16 +213,16 @@ def _computation(
                 "standbys": held.get(p, []),
                 "state_offsets": records.get(p),
             }
-            for p in range(spec.partitions)
+            for p in range(part.partitions)
         ],
         "dead_letters": {
-            "topic": spec.dlq,
+            "topic": part.dlq,
             "total": sum(stages.values()),
             "by_stage": [
                 {
                     "stage": stage,
                     "count": n,
-                    "replay": replay_command(ref, spec.name, stage, options),
+                    "replay": replay_command(ref, part.name, stage, options),
                 }
                 for stage, n in stages.items()
             ],

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from framework.core.api import MIN_TIME
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.watermarks import Mark, Published, partition_watermark, repartition_producer
+from framework.ops.topology import computation_id, stream_id
 
 
 def upstream(
@@ -55,10 +56,18 @@ def describe_producer(producer: str) -> dict[str, object]:
     parts = producer.split("/")
     if len(parts) >= 4 and parts[1] == "by-key":
         stream, partition = "/".join(parts[2:-1]), int(parts[-1])
-        return {"node": f"s:{stream}", "partition": partition, "label": f"{stream}[{partition}]"}
+        return {
+            "node": stream_id(stream),
+            "partition": partition,
+            "label": f"{stream}[{partition}]",
+        }
     if len(parts) == 3 and parts[1] == "task":
         name, partition = parts[0], int(parts[2])
-        return {"node": f"c:{name}", "partition": partition, "label": f"{name}[{partition}]"}
+        return {
+            "node": computation_id(name),
+            "partition": partition,
+            "label": f"{name}[{partition}]",
+        }
     if len(parts) == 3 and parts[1] == "injector":
         return {"node": None, "partition": None, "label": f"injector {parts[0]} #{parts[2]}"}
     return {"node": None, "partition": None, "label": producer}

@@ -48,6 +48,10 @@ def computation_id(name: str) -> str:
     return f"c:{name}"
 
 
+def sink_id(name: str) -> str:
+    return f"k:{name}"
+
+
 def topology(pipeline: Pipeline) -> Topology:
     """Every stream, computation, table and sink of `pipeline`, and what reads what."""
     graph = Topology(pipeline.name)
@@ -72,10 +76,10 @@ def topology(pipeline: Pipeline) -> Topology:
             if topic in changelogs:  # another computation's state, read as a table
                 graph.edges.append(Edge(computation_id(changelogs[topic]), f"t:{topic}"))
     for name, sink in _sinks(pipeline):
-        graph.add(Node(f"k:{name}", "sink", name, type(getattr(sink, "sink", sink)).__name__))
+        graph.add(Node(sink_id(name), "sink", name, type(getattr(sink, "sink", sink)).__name__))
         for stream in _input_streams(getattr(sink, "inputs", ())):
             graph.add(Node(stream_id(stream), "stream", stream))
-            graph.edges.append(Edge(stream_id(stream), f"k:{name}"))
+            graph.edges.append(Edge(stream_id(stream), sink_id(name)))
     return graph
 
 

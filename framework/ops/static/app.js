@@ -194,11 +194,13 @@ function computationCard(c, now) {
       return row;
     })));
 
-  card.append(el("h3", {}, "tasks (keyed partitions)"));
-  card.append(table(["partition", "owner", "standbys", "state (changelog offsets)"],
-    c.tasks.map((t) => el("tr", { class: "task" }, cell(String(t.partition), "num"),
-      cell(t.owner || "–"), cell(t.standbys.length ? t.standbys.join(", ") : "–"),
-      cell(num(t.state_offsets), "num")))));
+  if (c.tasks.length) {  // a sink keeps no keyed state
+    card.append(el("h3", {}, "tasks (keyed partitions)"));
+    card.append(table(["partition", "owner", "standbys", "state (changelog offsets)"],
+      c.tasks.map((t) => el("tr", { class: "task" }, cell(String(t.partition), "num"),
+        cell(t.owner || "–", "owner"), cell(t.standbys.length ? t.standbys.join(", ") : "–"),
+        cell(num(t.state_offsets), "num")))));
+  }
 
   card.append(el("h3", {}, `dead letters (${c.dead_letters.topic})`));
   const letters = el("div", { class: "dead-letters" });

@@ -137,3 +137,21 @@ def test_a_replay_command_quotes_what_a_shell_would_split():
     assert (
         line == "logwheel dlq replay 'my job:pipeline' --computation count --stage process_record"
     )
+
+
+def test_a_sink_has_its_card_with_its_rows_and_dead_letters_and_no_tasks():
+    from types import SimpleNamespace
+
+    p = pipeline()
+    p.sinks = {"db": SimpleNamespace(inputs=("clicks",), sink=object())}  # as `pipeline.sink`
+    sink_row = Status("db", "clicks", 0, None, None, 4, NOW - 1, "shop.db.x", offset=9)
+    found = facts(status=[*rows(), sink_row])
+    found.dead_letters["db"] = {"write": 2}
+    api = assemble(p, "m:p", found)
+    count, db = api["computations"]
+    assert (db["name"], db["kind"], db["node"], db["group"]) == ("db", "sink", "k:db", "shop.db")
+    assert db["tasks"] == [] and db["consumer_lag"] == 4
+    assert db["dead_letters"]["topic"] == "shop.db.dlq"
+    assert db["dead_letters"]["by_stage"][0]["replay"].endswith("--computation db --stage write")
+    assert status_rows(api) == [dataclasses.asdict(r) for r in [*rows(), sink_row]]
+    assert {"k:db"} <= {n["id"] for n in api["graph"]["nodes"]}
