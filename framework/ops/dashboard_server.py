@@ -17,6 +17,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 
+from framework.core.clock import now_ms
 from framework.core.pipeline import Pipeline
 from framework.ops.dashboard import REFRESH_MS, Facts, assemble, gather
 
@@ -70,9 +71,12 @@ class Figures:
             self._facts = facts
         except Exception as error:  # the page says so and keeps the last figures
             log.warning("dashboard: could not gather the figures: %s", error)
-            answer = {"pipeline": self.pipeline.name, "error": str(error)}
-            if self._answer is not None:
-                answer = {**json.loads(self._answer), "error": str(error)}
+            if self._answer is None:  # the graph at least: it comes from the declarations
+                empty = Facts(now_ms(), [])
+                answer = assemble(self.pipeline, self.ref, empty, None, self.replay_options)
+            else:
+                answer = json.loads(self._answer)
+            answer["error"] = str(error)
         with self._ready:
             self._answer = json.dumps(answer).encode()
             self._ready.notify_all()

@@ -19,6 +19,13 @@ from framework.ops.status import Status
 NOW = 1_800_000_000_000
 
 
+def small_pipeline() -> Pipeline:
+    pipeline = Pipeline("p", partitions=1)
+    pipeline.source("in")
+    pipeline.computation("c", Computation, inputs={"in": None})
+    return pipeline
+
+
 class Looks:
     """Looks at a stand-in cluster: each a step later; `fail` makes the next one raise."""
 
@@ -36,9 +43,7 @@ class Looks:
 
 @pytest.fixture
 def served() -> Iterator[tuple[str, Figures, Looks]]:
-    pipeline = Pipeline("p", partitions=1)
-    pipeline.source("in")
-    pipeline.computation("c", Computation, inputs={"in": None})
+    pipeline = small_pipeline()
     looks = Looks()
     figures = Figures(pipeline, "m:pipeline", looks)  # not started: refreshed by hand
     figures.refresh()
@@ -83,11 +88,21 @@ def test_the_api_answers_the_last_figures_and_a_failed_look_keeps_them_saying_wh
 
 
 def test_the_server_listens_on_loopback_only():
-    pipeline = Pipeline("p", partitions=1)
-    pipeline.source("in")
-    pipeline.computation("c", Computation, inputs={"in": None})
+    pipeline = small_pipeline()
     server = make_server(Figures(pipeline, "m:pipeline", Looks()), 0)
     try:
         assert server.server_address[0] == "127.0.0.1"
     finally:
         server.server_close()
+
+
+def test_a_first_look_that_fails_still_answers_the_graph():
+    pipeline = small_pipeline()
+    looks = Looks()
+    looks.fail = True
+    figures = Figures(pipeline, "m:pipeline", looks)
+    figures.refresh()
+    answer = json.loads(figures.answer(timeout=1))
+    assert answer["error"] == "the cluster does not answer"
+    assert {n["id"] for n in answer["graph"]["nodes"]} == {"s:in", "c:c"}
+    assert answer["computations"][0]["partitions"] == []
