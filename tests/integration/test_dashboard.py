@@ -148,9 +148,12 @@ def without_lag(rows: list[dict]) -> list[dict]:
 def test_the_json_carries_exactly_the_figures_of_logwheel_status(dashboard):
     def agreed():
         before = without_lag(dashboard.status())
-        api = dashboard.api()
+        asked = now_ms()
+        api = wait_for(lambda: (a := dashboard.api())["now"] > asked and a, 30, 0.2,
+                       what="the page's next look at the cluster")  # fmt: skip
         after = without_lag(dashboard.status())
-        return before == after and (api, before)  # a quiet moment: status did not move
+        # the page looked between two `logwheel status` that agree: nothing moved meanwhile
+        return before == after and (api, before)
 
     api, expected = wait_for(agreed, 90, 0.5, what="two equal `logwheel status` in a row")
     rows = status_rows(api)
