@@ -19,6 +19,7 @@ from importlib import resources
 
 from framework.core.clock import now_ms
 from framework.core.pipeline import Pipeline
+from framework.errors import ConfigurationError
 from framework.ops.dashboard import REFRESH_MS, Facts, assemble, gather
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,13 @@ def make_server(figures: Figures, port: int) -> ThreadingHTTPServer:
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             log.debug("%s " + format, self.address_string(), *args)
 
-    server = ThreadingHTTPServer((HOST, port), Handler)
+    try:
+        server = ThreadingHTTPServer((HOST, port), Handler)
+    except OSError as error:
+        raise ConfigurationError(
+            f"cannot serve on {HOST}:{port} ({error.strerror}): give another port with --port N "
+            "(0: a free one)"
+        ) from None
     server.daemon_threads = True
     return server
 

@@ -106,3 +106,12 @@ def test_a_first_look_that_fails_still_answers_the_graph():
     assert answer["error"] == "the cluster does not answer"
     assert {n["id"] for n in answer["graph"]["nodes"]} == {"s:in", "c:c"}
     assert answer["computations"][0]["partitions"] == []
+
+
+def test_a_taken_port_is_refused_in_one_line_naming_the_fix(served):
+    from framework.errors import ConfigurationError
+
+    url, figures, _ = served
+    taken = int(url.rsplit(":", 1)[1].strip("/"))
+    with pytest.raises(ConfigurationError, match="give another port with --port N"):
+        make_server(figures, taken)
