@@ -48,7 +48,7 @@ def served() -> Iterator[tuple[str, Figures, Looks]]:
     figures = Figures(pipeline, "m:pipeline", looks)  # not started: refreshed by hand
     figures.refresh()
     server = make_server(figures, 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/", figures, looks
