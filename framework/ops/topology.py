@@ -67,11 +67,11 @@ def topology(pipeline: Pipeline) -> Topology:
             graph.edges.append(Edge(stream_id(i.stream), me, _key_label(i.key)))
         for out in spec.outputs:
             graph.edges.append(Edge(me, stream_id(out)))
-        for name, topic in spec.tables.items():
+        for name, topic, what in tables_of(spec):
             if topic in streams:
                 graph.edges.append(Edge(stream_id(topic), me, name, "table"))
                 continue
-            graph.add(Node(f"t:{topic}", "table", topic, f"table {name}"))
+            graph.add(Node(f"t:{topic}", "table", topic, f"{what} {name}"))
             graph.edges.append(Edge(f"t:{topic}", me, "", "table"))
             if topic in changelogs:  # another computation's state, read as a table
                 graph.edges.append(Edge(computation_id(changelogs[topic]), f"t:{topic}"))
@@ -81,6 +81,16 @@ def topology(pipeline: Pipeline) -> Topology:
             graph.add(Node(stream_id(stream), "stream", stream))
             graph.edges.append(Edge(stream_id(stream), sink_id(name)))
     return graph
+
+
+def tables_of(spec: object) -> list[tuple[str, str, str]]:
+    """(name, topic, "table" or "global table") of each table a computation reads: its
+    co-partitioned `tables`, and its `global_tables` where its version declares them (a topic,
+    or a `GlobalTable` with one)."""
+    found = [(name, topic, "table") for name, topic in getattr(spec, "tables", {}).items()]
+    for name, table in (getattr(spec, "global_tables", None) or {}).items():
+        found.append((name, getattr(table, "topic", table), "global table"))
+    return found
 
 
 def _sinks(pipeline: Pipeline) -> Iterable[tuple[str, object]]:

@@ -75,3 +75,18 @@ def test_a_cycle_is_placed_too():
     boxes, _, _ = layout(topology(pipeline))
     assert set(boxes) == {"s:in", "s:back", "s:out", "c:a", "c:b"}
     assert boxes["s:in"].x < boxes["c:a"].x < boxes["s:out"].x < boxes["c:b"].x
+
+
+def test_global_tables_are_tables_too_where_a_version_declares_them():
+    from framework.ops.topology import tables_of
+
+    spec = SimpleNamespace(
+        tables={"profiles": "p.profiles.changelog"},
+        global_tables={"rates": SimpleNamespace(topic="fx.rates"), "codes": "iso.codes"},
+    )
+    assert tables_of(spec) == [
+        ("profiles", "p.profiles.changelog", "table"),
+        ("rates", "fx.rates", "global table"),
+        ("codes", "iso.codes", "global table"),
+    ]
+    assert tables_of(SimpleNamespace(tables={})) == []
