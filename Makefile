@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 4
 
 .DEFAULT_GOAL := help
-.PHONY: help venv jars test demo enrich-demo chaos soak bench lint broker broker-stop
+.PHONY: help venv jars browser test demo enrich-demo chaos soak bench lint broker broker-stop
 
 help:
 	@echo "make demo         Zeitgeist on the embedded broker: planted spike and dip found, nothing else"
@@ -27,6 +27,7 @@ help:
 	@echo "make lint         ruff check, ruff format --check, the layering contracts (lint-imports)"
 	@echo "make venv         .venv with logwheel installed editable, with its test extras"
 	@echo "make jars         the Kafka broker's, Spark's Kafka connector's and the Schema Registry's jars"
+	@echo "make browser      Debian's chromium, for the dashboard's browser test (apt-get, as root)"
 	@echo "make broker       start the embedded broker;  make broker-stop  stops it"
 
 venv: $(VENV)/.stamp
@@ -53,7 +54,18 @@ $(REGISTRY_JARS)/.stamp: framework/jvm/registry/pom.xml $(wildcard framework/jvm
 	$(PY) -m framework.cli jars registry --into $(REGISTRY_JARS)
 	touch $@
 
-test: venv jars lint
+# The dashboard's test drives Debian's chromium through Playwright (whose own browser download
+# is not reachable here): installed when missing, as root; otherwise that test is skipped, saying so.
+browser:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq chromium) \
+	      || echo "make browser: could not install chromium; the dashboard's browser test is skipped" >&2; \
+	  else \
+	    echo "make browser: no chromium: run 'apt-get install -y chromium' as root, else the dashboard's browser test is skipped" >&2; \
+	  fi; }
+
+test: venv jars lint browser
 	$(PY) -m framework.cli schemas check
 	$(PY) -m pytest -q -ra --durations=10 -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS) tests
 

@@ -89,6 +89,9 @@ class ComputationSpec:
     hook_timeout_ms: int = DEFAULT_HOOK_TIMEOUT_MS
     """How long one hook call may run before it is abandoned and its record dead-lettered at
     stage "timeout" (framework/streaming/watchdog.py)."""
+    kind: str = "computation"
+    """What declared it, for pictures of the graph (`logwheel graph`, `logwheel ui`):
+    "computation", "window" (`windowed`), ..."""
 
     @property
     def group(self) -> str:
@@ -391,7 +394,7 @@ class Pipeline:
             hook_timeout_ms=hook_timeout_ms,
         )
         self.computations[name] = replace(
-            self.computations[name], on_late=on_late, hold_ms=window.grace_ms
+            self.computations[name], on_late=on_late, hold_ms=window.grace_ms, kind="window"
         )
         return self
 

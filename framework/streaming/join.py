@@ -16,6 +16,7 @@ from framework.core.watermarks import partition_watermark
 from framework.errors import ForgedRecord
 from framework.kafka.collector import Collector
 from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
+from framework.kafka.groups import member_client_id
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import ComputationIO
 from framework.kafka.registry_settings import RegistrySettings
@@ -84,8 +85,9 @@ def join(
     # returns as soon as a record (or a transaction's end) arrives anyway, and five times
     # fewer empty round trips keep an idle process's client threads quiet.
     quiet = {"fetch.wait.max.ms": IDLE_FETCH_WAIT_MS, **kafka}
+    member = {"client.id": member_client_id(standby), **quiet}  # its standbys, for `ui`
     consumer = Consumer(
-        consumer_config(bootstrap, group=spec.group, instance=instance, extra=quiet)
+        consumer_config(bootstrap, group=spec.group, instance=instance, extra=member)
     )
     committer = Committer(spec, collector, consumer, instance)
     reader = consumer_config(bootstrap, reader=reader_group(spec.group), extra=quiet)

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 from framework.core.timers import decode_timer
 from framework.core.watermarks import Published
 from framework.errors import Rejoin
+from framework.kafka.groups import standby_partitions
 from framework.kafka.output import ComputationIO
 from framework.state.restore import Restorer
 from framework.state.store import TaskStore
@@ -154,9 +155,9 @@ class TaskManager:
     def _balance_standbys(self) -> None:
         """Keep warm replicas of the `standby` partitions after each owned one (mod the
         partition count), so a takeover of a neighbour's partitions restores only the tail."""
-        n, count = self.standby, self.spec.partitions
+        count = self.spec.partitions
         owned = {p for p in range(count) if self._wanted(p) or ("k", p) in self.tasks}
-        wanted = {(p + k) % count for p in owned for k in range(1, n + 1)} - owned
+        wanted = standby_partitions(owned, self.standby, count)
         for p in set(self.standbys) - wanted:
             self.restorer.remove(p)
             self.standbys.pop(p).close()
