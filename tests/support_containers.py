@@ -31,6 +31,13 @@ def missing() -> str | None:
     return None
 
 
+def podman_compose() -> str | None:
+    """podman-compose 1.6 or newer (pyproject's test extra; Debian's 1.0.3 gives a service
+    both `--network host` and its project network, and ignores `--no-deps`)."""
+    beside = Path(sys.executable).parent / "podman-compose"
+    return str(beside) if beside.exists() else shutil.which("podman-compose")
+
+
 def podman(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
     done = subprocess.run(
         ["podman", *args], capture_output=True, text=True, timeout=timeout, env=ENV
