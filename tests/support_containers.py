@@ -47,26 +47,18 @@ def podman(*args: str, timeout: float = 120, check: bool = True) -> subprocess.C
     return done
 
 
-def base_image() -> str:
-    """The local Debian base's tag, made once per machine (about a minute) and reused."""
-    done = subprocess.run(
-        [str(CONTAINERS / "base-image.sh")], capture_output=True, text=True, timeout=900, env=ENV
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.strip().splitlines()[-1]
-
-
 def build_image(target: str = "job", tag: str = IMAGE) -> str:
-    """`podman build` of the Dockerfile's `target` FROM the local base; its layers are cached,
-    so a change to logwheel's code rebuilds the wheel only. pip in the build trusts the CA
-    bundle pip is given here (PIP_CERT), as a build secret that stays out of the image."""
-    args = ["build", "--format", "docker", "--network", "host", "--target", target, "-t", tag]
-    args += ["--build-arg", f"BASE={base_image()}"]
-    cert = os.environ.get("PIP_CERT")
-    if cert and Path(cert).is_file():
-        args += ["--secret", f"id=pip-cert,src={cert}"]
+    """The Dockerfile's `target` built FROM the local Debian base (ops/containers/
+    build-image.sh: the base made once per machine, the layers cached)."""
     started = time.monotonic()
-    podman(*args, str(REPO), timeout=900)
+    done = subprocess.run(
+        [str(CONTAINERS / "build-image.sh"), tag, target],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=ENV,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     print(f"built {tag} in {time.monotonic() - started:.1f}s", file=sys.stderr)
     return tag
 

@@ -6,13 +6,18 @@
 # Cache: podman's own image store (per user: /var/lib/containers/storage for root), so every
 # clone on the machine reuses it. The tag carries a hash of this file, the recipe: a change to
 # the recipe makes a new image; to take Debian's newer packages, `podman rmi` the tag (or
-# LOGWHEEL_BASE_REBUILD=1). Needs root (debootstrap, chroot) and about 40 s and 270 MB once.
+# LOGWHEEL_BASE_REBUILD=1). Needs root (debootstrap, chroot), about a minute and 270 MB once.
+# `base-image.sh --exists`: prints the tag and exits 0 only if it is made already.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
 tag="localhost/logwheel-base:bookworm-$(sha256sum "$here/base-image.sh" | cut -c1-12)"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
+if [ "${1:-}" = --exists ]; then
+    podman image exists "$tag" && echo "$tag"
+    exit
+fi
 # builds of the same base (test files side by side, two clones) wait for each other
 lock="${TMPDIR:-/tmp}/logwheel-base-image.lock"
 exec 9>"$lock"
@@ -47,4 +52,8 @@ tar -C "$rootfs" --numeric-owner -c . | podman import --quiet \
     --change 'ENV LANG=C.UTF-8' \
     --change 'CMD ["python3"]' \
     - "$tag" >/dev/null
+# earlier recipes' bases go, unless an image is built on them
+for old in $(podman images --format '{{.Repository}}:{{.Tag}}' localhost/logwheel-base); do
+    [ "$old" = "$tag" ] || podman rmi "$old" >/dev/null 2>&1 || true
+done
 echo "$tag"
