@@ -21,7 +21,7 @@ from tests.support_containers import Container, build_image, missing
 
 FULL = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
 LINES = 20_000 if FULL else 1_000  # at least; more while the scale-up is under way
-BATCH = 100
+BATCH = 400 if FULL else 100
 COUNTERS = 3 if FULL else 2
 GRACE = 15  # docker-compose.yml's stop_grace_period: SIGTERM commits and leaves within 10 s
 
