@@ -189,3 +189,8 @@ def test_the_compose_file_runs_the_demo_with_podman_compose_through_a_replica_ki
     finally:
         subprocess.run([*compose, "down", "-v"], capture_output=True, timeout=300, cwd=REPO,
                        env=ENV)  # fmt: skip
+        # `down` knows the services' first replicas only: the scaled ones go by label
+        label = f"label=io.podman.compose.project={project}"
+        left = podman("ps", "-aq", "--filter", label, check=False).stdout.split()
+        if left:
+            podman("rm", "-f", "-v", *left, check=False)
