@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 4
 
 .DEFAULT_GOAL := help
-.PHONY: help venv jars browser test demo enrich-demo chaos soak bench lint broker broker-stop
+.PHONY: help venv jars browser image test demo enrich-demo chaos soak bench lint broker broker-stop
 
 help:
 	@echo "make demo         Zeitgeist on the embedded broker: planted spike and dip found, nothing else"
@@ -29,6 +29,7 @@ help:
 	@echo "make jars         the Kafka broker's, Spark's Kafka connector's and the Schema Registry's jars"
 	@echo "make browser      Debian's chromium, for the dashboard's browser test (apt-get, as root)"
 	@echo "make broker       start the embedded broker;  make broker-stop  stops it"
+	@echo "make image        podman, the local Debian base image (once) and the job image logwheel:latest"
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: pyproject.toml
@@ -66,6 +67,8 @@ browser:
 	  fi; }
 
 test: venv jars lint browser
+	@ops/containers/base-image.sh --exists >/dev/null 2>&1 || $(MAKE) image \
+		|| echo "make test: no container image (see above): the container tests say why they skip"
 	$(PY) -m framework.cli schemas check
 	$(PY) -m pytest -q -ra --durations=10 -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS) tests
 
@@ -80,7 +83,8 @@ enrich-demo: venv jars
 # The chaos suite at full size, ten fresh brokers in a row, the clean shutdown under load and
 # the fresh-cache jar build (a 136 MB build): every figure with an aim printed beside it.
 CHAOS_TESTS := tests/chaos tests/integration/test_broker_ready.py \
-	tests/integration/test_shutdown.py tests/integration/test_jars.py
+	tests/integration/test_shutdown.py tests/integration/test_jars.py \
+	tests/integration/test_job_containers.py tests/integration/test_containers.py
 chaos: venv jars
 	LOGWHEEL_CHAOS_FULL=1 LOGWHEEL_TEST_JAR_BUILD=1 \
 		$(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) $(CHAOS_TESTS)
@@ -90,6 +94,15 @@ soak: venv jars
 
 bench: venv jars
 	LOGWHEEL_BENCH_PEERS=$${LOGWHEEL_BENCH_PEERS-1} $(PY) bench/run_all.py
+
+# Jobs as containers with podman (README "Containers"): podman, runc and debootstrap from
+# Debian when missing, the Debian base image made with debootstrap (once per machine, about a
+# minute; ops/containers/base-image.sh) and the job image built on it from the Dockerfile.
+image:
+	@command -v podman >/dev/null && command -v runc >/dev/null && command -v debootstrap >/dev/null \
+		|| { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq podman runc debootstrap; } \
+		|| { echo "make image: install podman, runc and debootstrap (as root: apt-get install podman runc debootstrap)" >&2; exit 1; }
+	ops/containers/build-image.sh localhost/logwheel:latest
 
 lint: venv
 	$(VENV)/bin/ruff check .
