@@ -21,6 +21,7 @@ import base64
 import hmac
 import json
 import logging
+import ssl
 import threading
 import urllib.parse
 from http import HTTPStatus
@@ -43,6 +44,9 @@ from framework.serde.codecs import decoder_for
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_S = 1
+IDLE_S = 30.0
+"""How long a connection may sit idle (or take to finish its TLS handshake) before it is
+closed: each holds a thread."""
 LAG_TIMEOUT_S = 5.0
 
 
@@ -80,9 +84,7 @@ class QueryServer:
         self._view = self.spec.factory().queried_state
         self._http = _Server((host, port), _Handler)
         self._http.app = self
-        context = self.settings.server_context()
-        if context is not None:
-            self._http.socket = context.wrap_socket(self._http.socket, server_side=True)
+        self._http.context = self.settings.server_context()
         self.port = self._http.server_address[1]
         self.url = advertised(self.settings, host, self.port)
         self._thread = threading.Thread(
@@ -199,10 +201,31 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     app: QueryServer
+    context: ssl.SSLContext | None = None
+
+    def finish_request(self, request, client_address) -> None:
+        """Each connection's TLS handshake in its own thread, bounded: wrapping the listening
+        socket instead handshakes in the accepting thread, where one client that never
+        sends its hello (or speaks plain HTTP) holds every other one off."""
+        if self.context is None:
+            return super().finish_request(request, client_address)
+        request.settimeout(IDLE_S)
+        try:
+            secured = self.context.wrap_socket(request, server_side=True)
+        except OSError:
+            return None
+        try:
+            return super().finish_request(secured, client_address)
+        finally:
+            secured.close()
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: clients reuse their connection
+    # headers and body go out in two writes: with Nagle's algorithm the body waited for the
+    # client's delayed ACK, 40 ms a query (bench/query.py)
+    disable_nagle_algorithm = True
+    timeout = IDLE_S  # an idle kept-alive connection ends, its thread with it
     server: _Server
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name

@@ -5,13 +5,16 @@ a forwarded query it cannot answer itself: 503 with Retry-After, never a second 
 from __future__ import annotations
 
 import json
+import shutil
+import socket
+import subprocess
 import urllib.error
 import urllib.request
 
 import pytest
 
 from framework import Computation, Pipeline, key_by, windows
-from framework.query.connections import HOP_HEADER
+from framework.query.connections import HOP_HEADER, Connections, PeerUnreachable
 from framework.query.placement import partition_of
 from framework.query.replicas import Replicas
 from framework.query.server import QueryServer, state_path
@@ -98,4 +101,31 @@ def test_with_a_token_a_request_without_it_is_refused():
         status, _, answer = get(server.url, "/state/count/k", {"Authorization": f"Bearer {TOKEN}"})
         assert (status, answer["value"]) == (200, {})
     finally:
+        server.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+def test_with_tls_it_answers_a_client_that_trusts_its_certificate_and_only_over_tls(tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    pipeline, replicas = shop(), Replicas()
+    replicas.activate(partition_of("k", 4), Store({"k": b'{"n": 1}'}))
+    settings = ServeSettings(certfile=str(cert), keyfile=str(key), cafile=str(cert), token=TOKEN)
+    server = QueryServer(pipeline, "count", replicas, bootstrap="127.0.0.1:1", settings=settings)
+    silent = socket.create_connection(("127.0.0.1", server.port))  # never says hello
+    try:
+        assert server.url.startswith("https://127.0.0.1:")
+        reply = Connections(settings).get(server.url, "/state/count/k")
+        assert (reply.status, json.loads(reply.body)["value"]) == (200, {"n": 1})
+        with pytest.raises(PeerUnreachable):  # a client that does not trust it
+            Connections(ServeSettings(token=TOKEN)).get(server.url, "/state/count/k")
+        with pytest.raises(PeerUnreachable):  # plain HTTP
+            Connections(settings).get(server.url.replace("https", "http"), "/state/count/k")
+    finally:
+        silent.close()
         server.close()
