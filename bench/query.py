@@ -190,6 +190,9 @@ def run(ws, spec, jobs, keys, load, args) -> tuple[list[dict], list[str]]:
     load.stop.set()
     load.join()
     common.check(jobs["b"], load)
+    failed = [f"FAILED: wrong answer: {w}" for w in checker.wrong]
+    if failed:
+        return [], failed
     final = dict(load.sent)
 
     def clicks(key: str) -> int | None:
@@ -210,7 +213,7 @@ def run(ws, spec, jobs, keys, load, args) -> tuple[list[dict], list[str]]:
     stats = common.spread(concurrent)
     rows.append({"kind": "local key", "queries": len(concurrent), "clients": CLIENTS,
                  "queries_per_s": len(concurrent) / args.duration, **stats})  # fmt: skip
-    return rows, [f"FAILED: wrong answer: {w}" for w in checker.wrong]
+    return rows, []
 
 
 def concurrently(ask, keys: list[str], seconds: float) -> list[float]:
