@@ -14,6 +14,7 @@ def test_serve_binds_loopback_unless_a_host_is_given():
     assert parse_serve("0") == ("127.0.0.1", 0)
     assert parse_serve("0.0.0.0:9000") == ("0.0.0.0", 9000)
     assert parse_serve("[::1]:9000") == ("::1", 9000)
+    assert parse_serve("[0.0.0.0]:8701") == ("0.0.0.0", 8701)  # as the supervisor passes it
     for bad in ("", "x", "host:", "70000", "-1"):
         with pytest.raises(ConfigurationError, match=r"\[HOST:\]PORT"):
             parse_serve(bad)
