@@ -73,7 +73,7 @@ class Router:
         self.bootstrap = bootstrap
         self.kafka = dict(kafka or {})
         self.ttl_s = ttl_s
-        self._admin = AdminClient(client_config(bootstrap, self.kafka))
+        self._admin: AdminClient | None = None  # made at the first question
         self._lock = threading.Lock()
         self._routes: dict[str, _Routes] = {}
 
@@ -129,6 +129,8 @@ class Router:
 
     def _assignments(self, group: str) -> dict[str, list[tuple[str, int]]]:
         """Live members by instance id, with the partitions each is assigned."""
+        if self._admin is None:
+            self._admin = AdminClient(client_config(self.bootstrap, self.kafka))
         with reaching_kafka():
             futures = self._admin.describe_consumer_groups(
                 [group], request_timeout=DESCRIBE_TIMEOUT_S

@@ -79,7 +79,7 @@ class QueryServer:
         self.router = Router(pipeline.name, bootstrap, self.kafka)
         self.connections = Connections(self.settings)
         self.instance = ""  # known once the runner has its instance id (`publish`)
-        self._admin = AdminClient(client_config(bootstrap, self.kafka))
+        self._admin: AdminClient | None = None  # made at the first standby read
         self._decode = decoder_for(self.spec.state_schema)
         self._view = self.spec.factory().queried_state
         self._http = _Server((host, port), _Handler)
@@ -141,6 +141,8 @@ class QueryServer:
         else:
             if max_lag is None:
                 return None
+            if self._admin is None:
+                self._admin = AdminClient(client_config(self.bootstrap, self.kafka))
             ends = end_offsets(
                 self._admin, [(self.spec.changelog, partition)], committed=True,
                 timeout=LAG_TIMEOUT_S,
