@@ -95,6 +95,11 @@ class Router:
         for instance, owned in routes.owned.items():
             address = routes.directory.get(instance)
             if address is None:
+                if p in owned:  # a member that joined before it published? asked again then
+                    raise NotServed(
+                        f"instance {instance} owns partition {p} of {self.group(computation)} "
+                        "but does not serve queries: run every instance with --serve"
+                    )
                 continue
             if p in owned:
                 owners.append(Replica(instance, address.url, True))
