@@ -74,24 +74,31 @@ class Load(common.Worker):
 
 
 class Checker:
-    """What every answer must satisfy; `wrong` holds the first violations."""
+    """What every answer must satisfy; `wrong` holds the first violations. A key's count never
+    goes back between two answers one client got in turn (clients asking at once may see
+    theirs in either order) and never exceeds what was sent before the answer came."""
 
     def __init__(self, load: Load) -> None:
-        self.load, self.last, self.wrong, self.lock = load, {}, [], threading.Lock()
+        self.load, self.wrong, self.lock = load, [], threading.Lock()
+        self._seen = threading.local()  # each client's last count per key
 
     def answer(self, key: str, body: dict, owner: str | None) -> None:
         count = (body.get("value") or {}).get("clicks", 0)
         with self.load.lock:
             sent = self.load.sent[key]
-        with self.lock:
-            problems = []
-            if body.get("served_by") != "active" or (owner and body.get("instance") != owner):
-                problems.append(f"served by {body.get('instance')} {body.get('served_by')}")
-            if count > sent or count < self.last.get(key, 0):
-                problems.append(f"{count} clicks (sent {sent}, before {self.last.get(key, 0)})")
-            self.last[key] = max(count, self.last.get(key, 0))
-            if problems and len(self.wrong) < 10:
-                self.wrong.append(f"{key}: {', '.join(problems)}")
+        last = getattr(self._seen, "last", None)
+        if last is None:
+            last = self._seen.last = {}
+        problems = []
+        if body.get("served_by") != "active" or (owner and body.get("instance") != owner):
+            problems.append(f"served by {body.get('instance')} {body.get('served_by')}")
+        if count > sent or count < last.get(key, 0):
+            problems.append(f"{count} clicks (sent {sent}, before {last.get(key, 0)})")
+        last[key] = max(count, last.get(key, 0))
+        if problems:
+            with self.lock:
+                if len(self.wrong) < 10:
+                    self.wrong.append(f"{key}: {', '.join(problems)}")
 
 
 def measure(ask, keys: list[str], seconds: float) -> list[float]:
@@ -118,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for instance in ("a", "b"):
             job = ws.job(pipeline)
             job.args[job.args.index("--state-dir") + 1] += f"-{instance}"
+            job.log = job.log.with_name(f"{job.log.stem}-{instance}.log")
             job.args += ["--serve", "0", "--instance-id", instance]
             jobs[instance] = job.start()
         load = Load(ws.bootstrap, f"{ws.run}-clicks", keys, args.rate)

@@ -6,13 +6,24 @@ server's threads read them.
 A store is forgotten before it closes, under the lock every read holds, so a read never meets
 a closed RocksDB. Only committed state is ever read: a task's store is written after its
 transaction commits (invariant 1), a standby's from the changelog read_committed.
+
+An owned partition answers only while the loop goes round (`beat`, each round): a process
+whose loop stalled (a starved machine, SIGSTOP and SIGCONT) may have lost its partitions to
+another instance without having seen it yet, and would answer what it last committed while
+the new owner moves on; it answers nothing until its loop has gone round again.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Protocol
+
+STALE_S = 5.0
+"""How long after the loop's last round an owned partition still answers: half the group's
+10 s session timeout (`framework.kafka.config`), so a member the group may already have
+replaced has stopped answering before then."""
 
 
 class ReadableStore(Protocol):
@@ -41,9 +52,15 @@ class Read:
 class Replicas:
     """The stores this process holds, by partition; safe to read from any thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock=time.monotonic) -> None:
         self._lock = threading.Lock()
         self._held: dict[int, _Held] = {}
+        self._clock = clock
+        self._beat = clock()
+
+    def beat(self) -> None:
+        """The loop went round: it would have seen a loss of its partitions by now."""
+        self._beat = self._clock()
 
     def activate(self, partition: int, store: ReadableStore) -> None:
         """`partition` is owned and restored: its store answers as the active replica."""
@@ -77,7 +94,7 @@ class Replicas:
         last changelog record it applied), so its lag is never under-stated."""
         with self._lock:
             held = self._held.get(partition)
-            if held is None:
+            if held is None or (held.active and self._clock() - self._beat > STALE_S):
                 return None
             raw = held.store.load(key)
             if held.active:

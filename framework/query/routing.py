@@ -12,7 +12,9 @@ the computation's consumer group (CONTRACT.md, "Querying state").
    p's standby replicas follow (the partitions after each owned one).
 
 Both are cached for `ttl_s`; a caller that met a wrong or dead instance calls `forget`, and the
-next question asks the cluster again.
+next question asks the cluster again. Stale routes cost time, never a wrong answer: an instance
+forgets a partition's replica when it gives the partition up, so one asked for a key it no
+longer owns answers 503 and its asker looks again.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from framework.kafka.errors import reaching_kafka
 from framework.query.directory import Address, read_directory
 from framework.query.placement import partition_of, standby_partitions
 
-TTL_S = 2.0
+TTL_S = 10.0
 DESCRIBE_TIMEOUT_S = 5.0
 
 

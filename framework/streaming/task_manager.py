@@ -130,6 +130,7 @@ class TaskManager:
     def step(self) -> None:
         """Start tasks for waiting partitions; restore a batch (and follow the standbys);
         run the restored tasks."""
+        self.replicas.beat()  # queries: this loop is alive to see a loss of its partitions
         if not self.waiting and not self.restorer.busy():
             return
         ready: list[tuple[str, int]] = []

@@ -3,7 +3,7 @@ the changelog offset it has applied (never under-stated), nothing once forgotten
 
 from __future__ import annotations
 
-from framework.query.replicas import Replicas
+from framework.query.replicas import STALE_S, Replicas
 
 
 class Store:
@@ -44,3 +44,15 @@ def test_a_standby_has_applied_at_least_its_checkpoint_and_its_position_past_mar
     assert replicas.read(0, "ann").active
     replicas.forget_all()
     assert replicas.holds() == {}
+
+
+def test_an_owned_partition_answers_only_while_the_loop_goes_round():
+    now = [100.0]
+    replicas = Replicas(clock=lambda: now[0])
+    replicas.activate(1, Store({"ann": b"{}"}))
+    replicas.follow(2, Store({"bob": b"{}"}))
+    now[0] += STALE_S + 0.1  # the loop stalled: the group may have moved the partition
+    assert replicas.read(1, "ann") is None
+    assert replicas.read(2, "bob").raw == b"{}"  # a standby says how far behind it is anyway
+    replicas.beat()
+    assert replicas.read(1, "ann").active
