@@ -31,7 +31,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from framework.core.pipeline import ComputationSpec, Pipeline
-from framework.errors import LogwheelError, Retry
+from framework.errors import ConfigurationError, LogwheelError, Retry
 from framework.kafka.config import client_config
 from framework.kafka.topic_ends import end_offsets
 from framework.query.connections import HOP_HEADER, Connections, PeerUnreachable
@@ -82,7 +82,13 @@ class QueryServer:
         self._admin: AdminClient | None = None  # made at the first standby read
         self._decode = decoder_for(self.spec.state_schema)
         self._view = self.spec.factory().queried_state
-        self._http = _Server((host, port), _Handler)
+        try:
+            self._http = _Server((host, port), _Handler)
+        except OSError as error:
+            raise ConfigurationError(
+                f"--serve {host}:{port}: cannot listen there ({error.strerror or error}): "
+                "choose another port (0: a free one) or address"
+            ) from None
         self._http.app = self
         self._http.context = self.settings.server_context()
         self.port = self._http.server_address[1]

@@ -14,6 +14,7 @@ import urllib.request
 import pytest
 
 from framework import Computation, Pipeline, key_by, windows
+from framework.errors import ConfigurationError
 from framework.query.connections import HOP_HEADER, Connections, PeerUnreachable
 from framework.query.placement import partition_of
 from framework.query.replicas import Replicas
@@ -129,3 +130,9 @@ def test_with_tls_it_answers_a_client_that_trusts_its_certificate_and_only_over_
     finally:
         silent.close()
         server.close()
+
+
+def test_a_port_taken_fails_at_start_in_one_line_naming_the_fix(served):
+    pipeline, replicas, server = served
+    with pytest.raises(ConfigurationError, match="choose another port"):
+        QueryServer(pipeline, "count", replicas, bootstrap="127.0.0.1:1", port=server.port)
