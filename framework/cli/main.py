@@ -27,6 +27,7 @@ from framework.cli.jobs import (
 from framework.cli.jvm import register_jars
 from framework.cli.registry import register_registry
 from framework.cli.ui import register_ui
+from framework.cli.state import register_state
 from framework.errors import ConfigurationError, Fatal, Retry
 
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigurationError, Fatal, Retry)
@@ -44,6 +45,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_acls,
     register_jars,
     register_ui,
+    register_state,
 ]
 
 

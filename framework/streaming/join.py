@@ -20,6 +20,7 @@ from framework.kafka.groups import member_client_id
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import ComputationIO
 from framework.kafka.registry_settings import RegistrySettings
+from framework.query.replicas import Replicas
 from framework.state.restore import Restorer
 from framework.state.tables import Tables
 from framework.streaming.calls import Calls
@@ -64,10 +65,12 @@ def join(
     pace: Pace = Pace(),  # noqa: B008 - frozen
     calls: Calls | None = None,
     hung: HungCalls | None = None,
+    replicas: Replicas | None = None,
 ) -> Membership:
     """A new membership of `spec`'s group, subscribed: its transactional producer initialized
     (fencing this instance's earlier one), its clients made with `kafka`'s settings; `calls`
-    and `hung` are the process's watchdog's (framework/streaming/watchdog.py)."""
+    and `hung` are the process's watchdog's (framework/streaming/watchdog.py); `replicas`, what
+    the process's query server reads (framework/query/replicas.py)."""
     instance = f"{spec.group}.{instance}"
     admin = AdminClient(client_config(bootstrap, kafka))
     txn_id = instance if spec.exactly_once else None
@@ -116,7 +119,7 @@ def join(
         Tables(Consumer(dict(reader)), pipeline, spec, state_dir, registry) if spec.tables else None
     )
     tasks = TaskManager(
-        io, consumer, admin, channels, restorer, state_dir, tables, standby, calls, hung
+        io, consumer, admin, channels, restorer, state_dir, tables, standby, calls, hung, replicas
     )
     channels.follow(_channels(pipeline, spec))
     membership = Membership(

@@ -20,6 +20,8 @@ from framework.core.watermarks import Published
 from framework.errors import Rejoin
 from framework.kafka.groups import standby_partitions
 from framework.kafka.output import ComputationIO
+from framework.query.placement import standby_partitions
+from framework.query.replicas import Replicas
 from framework.state.restore import Restorer
 from framework.state.store import TaskStore
 from framework.state.tables import Tables
@@ -47,6 +49,7 @@ class TaskManager:
         standby: int = 0,
         calls: Calls | None = None,
         hung: HungCalls | None = None,
+        replicas: Replicas | None = None,
     ) -> None:
         self.io = io
         self.spec = io.spec
@@ -66,6 +69,8 @@ class TaskManager:
         self._fresh: list[Task] = []  # created, not yet resumed from their previous owner
         self.calls = Calls() if calls is None else calls  # what the tasks run, for the watchdog
         self.hung = hung  # hook calls abandoned: their timers are dead-lettered, not fired
+        # what queries read (framework/query/replicas.py): forgotten before a store closes
+        self.replicas = Replicas() if replicas is None else replicas
 
     # -- the rebalance callbacks ------------------------------------------------------------
 
@@ -94,6 +99,8 @@ class TaskManager:
                 self.channels.forget(inp.watermark)
             if task is not None and not any(t is task for t, _ in self.routes.values()):
                 self.tasks = {k: t for k, t in self.tasks.items() if t is not task}
+                if isinstance(task, KeyedTask):
+                    self.replicas.forget(task.partition)
                 task.close()
                 if self.tables is not None and isinstance(task, KeyedTask):
                     self.tables.remove(task.partition)
@@ -124,6 +131,7 @@ class TaskManager:
     def step(self) -> None:
         """Start tasks for waiting partitions; restore a batch (and follow the standbys);
         run the restored tasks."""
+        self.replicas.beat()  # queries: this loop is alive to see a loss of its partitions
         if not self.waiting and not self.restorer.busy():
             return
         ready: list[tuple[str, int]] = []
@@ -135,15 +143,20 @@ class TaskManager:
             elif p not in self.restoring:
                 if p in self.standbys:  # warm: its restore reads only the tail
                     self.restorer.remove(p)
+                    self.replicas.forget(p)
                     self.standbys.pop(p).close()
                 # Owned before anything that can fail: `close` must find every open store,
                 # or the next membership in this process meets RocksDB's lock on it.
                 store = self.restoring[p] = TaskStore(self.state_dir / f"task-{p}", decode_timer)
                 self.restorer.add(p, store)
-        for p, store in self.restorer.step() if self.restorer.busy() else ():
+        restored = self.restorer.step() if self.restorer.busy() else ()
+        if self.standbys:
+            self._note_standby_positions()
+        for p, store in restored:
             views = self.tables.add(p) if self.tables is not None else None
             task = KeyedTask(self.io, p, store, views, calls=self.calls, hung=self.hung)
             self.tasks[("k", p)] = task
+            self.replicas.activate(p, store)
             del self.restoring[p]
             self._fresh.append(task)
             ready += [tp for tp in self.waiting if tp[1] == p and tp[0] not in self.repartitioned]
@@ -160,12 +173,24 @@ class TaskManager:
         wanted = standby_partitions(owned, self.standby, count)
         for p in set(self.standbys) - wanted:
             self.restorer.remove(p)
+            self.replicas.forget(p)
             self.standbys.pop(p).close()
         for p in sorted(wanted - set(self.standbys)):
             store = self.standbys[p] = TaskStore(self.state_dir / f"task-{p}", decode_timer)
             self.restorer.add(p, store, standby=True)
+            self.replicas.follow(p, store)
         if wanted:
             log.info("%s: standby replicas of partitions %s", self.spec.group, sorted(wanted))
+
+    def _note_standby_positions(self) -> None:
+        """How far each standby has applied its changelog, for queries that bound the lag:
+        the restorer's position, which moves past transaction markers too (its store's
+        checkpoint stops at the last record)."""
+        changelog = self.spec.changelog
+        tps = [TopicPartition(changelog, p) for p in self.standbys]
+        for tp in self.restorer.consumer.position(tps):
+            if tp.offset >= 0:
+                self.replicas.followed(tp.partition, tp.offset)
 
     def _run(self, ready: list[tuple[str, int]]) -> None:
         self.channels.catch_up()
@@ -236,6 +261,7 @@ class TaskManager:
         return list(self.tasks.values())
 
     def close(self) -> None:
+        self.replicas.forget_all()
         for p, store in self.standbys.items():
             self.restorer.remove(p)
             store.close()
