@@ -26,8 +26,8 @@ from framework.cli.jobs import (
 )
 from framework.cli.jvm import register_jars
 from framework.cli.registry import register_registry
-from framework.cli.ui import register_ui
 from framework.cli.state import register_state
+from framework.cli.ui import register_ui
 from framework.errors import ConfigurationError, Fatal, Retry
 
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigurationError, Fatal, Retry)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 
 from confluent_kafka.admin import AdminClient
 
@@ -51,7 +52,8 @@ def standby_count(client_id: str | None) -> int:
     return int(n) if head == "logwheel-standby" and n.isdigit() else 0
 
 
-def standby_partitions(owned: set[int], standby: int, count: int) -> set[int]:
+def standby_partitions(owned: Iterable[int], standby: int, count: int) -> set[int]:
     """The partitions a member owning `owned` (of `count`) keeps warm replicas of: the
     `standby` partitions after each owned one, modulo the count, that it does not own."""
-    return {(p + k) % count for p in owned for k in range(1, standby + 1)} - owned
+    mine = set(owned)
+    return {(p + k) % count for p in mine for k in range(1, standby + 1)} - mine

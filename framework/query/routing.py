@@ -28,8 +28,9 @@ from confluent_kafka.admin import AdminClient
 from framework.errors import Retry
 from framework.kafka.config import client_config
 from framework.kafka.errors import reaching_kafka
+from framework.kafka.groups import standby_partitions
 from framework.query.directory import Address, read_directory
-from framework.query.placement import partition_of, standby_partitions
+from framework.query.placement import partition_of
 
 TTL_S = 10.0
 DESCRIBE_TIMEOUT_S = 5.0

@@ -20,7 +20,6 @@ from framework.core.watermarks import Published
 from framework.errors import Rejoin
 from framework.kafka.groups import standby_partitions
 from framework.kafka.output import ComputationIO
-from framework.query.placement import standby_partitions
 from framework.query.replicas import Replicas
 from framework.state.restore import Restorer
 from framework.state.store import TaskStore

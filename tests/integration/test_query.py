@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from framework.kafka.groups import standby_partitions
 from framework.kafka.topic_ends import end_offsets
 from framework.query import StateClient
 from framework.query.directory import read_directory
-from framework.query.placement import partition_of, standby_partitions
+from framework.query.placement import partition_of
 from framework.query.replicas import Replicas
 from framework.query.server import QueryServer, state_path
 from tests.support import REPO, Job, UniqueJob, produce, wait_for

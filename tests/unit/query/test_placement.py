@@ -13,9 +13,10 @@ import pytest
 from framework.core.declarations import Input
 from framework.core.pipeline import key_by
 from framework.kafka.config import producer_config
+from framework.kafka.groups import standby_partitions
 from framework.kafka.limits import TopicLimits
 from framework.kafka.rekeying import rekey
-from framework.query.placement import partition_of, standby_partitions
+from framework.query.placement import partition_of
 from tests.unit.kafka.test_partitioning import VECTORS
 
 COUNTS = (1, 3, 4, 12, 31)
