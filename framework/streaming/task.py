@@ -39,6 +39,7 @@ from framework.errors import BadRecord, Retry, TimedOut
 from framework.kafka.output import ComputationIO
 from framework.kafka.record_decoding import decode_record
 from framework.kafka.rekeying import rekey
+from framework.kafka.replays import ReplayedRecords, ReplayWatermark
 from framework.kafka.stream_codecs import stream_decoder
 from framework.state.store import TaskStore
 from framework.streaming.calls import Calls
@@ -127,6 +128,10 @@ class InputPartition:
         )
 
 
+def _undecodable(value: bytes) -> Any:
+    raise BadRecord("replay", "a replayed record is decoded as one of the stream it names")
+
+
 class Task:
     producer: str
     inputs: list[InputPartition]
@@ -140,6 +145,11 @@ class Task:
     def handle(self, msg: Message, inp: InputPartition, filed: int | None = None) -> None:
         """Handle one record, at its timestamp or at `filed` (one from the future)."""
         raise NotImplementedError
+
+    def partitions(self) -> list[InputPartition]:
+        """Every partition the task reads: its inputs, whose watermarks make its own, and
+        any it reads beside them."""
+        return self.inputs
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         """`handle` each of a run of records of one input partition, in offset order. A
@@ -316,6 +326,12 @@ class KeyedTask(Task):
             self.inputs.append(
                 InputPartition(topic, partition, i.stream, decode, watermark, channels)
             )
+        # read beside its inputs, the dead letters `logwheel dlq replay` sends back: never
+        # late, and no part of the input watermark (framework/kafka/replays.py)
+        self.replays = InputPartition(
+            spec.replay, partition, spec.replay, _undecodable, ReplayWatermark(), []
+        )
+        self._replayed = ReplayedRecords(pipeline, spec, io.registry)
         self._rates = [RecentRate(clock) for _ in self.inputs]  # what this task reads
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []
@@ -340,6 +356,9 @@ class KeyedTask(Task):
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
+        if inp is self.replays:
+            self._handle_replays(msgs, inp)
+            return
         dead_letter, record, process = self.io.output.dead_letter, inp.record, self.executor.process
         far, top, limit = inp.future(msgs)
         done, calls = 0, self.calls
@@ -366,6 +385,31 @@ class KeyedTask(Task):
         finally:
             calls.calling = None
         inp.consumed_run(msgs, top)
+
+    def partitions(self) -> list[InputPartition]:
+        return [*self.inputs, self.replays]
+
+    def _handle_replays(self, msgs: list[Message], inp: InputPartition) -> None:
+        """`handle_run` for the replay topic: each record decoded as one of the stream it names
+        and run by the current code, never late (`Executor.process_replayed`)."""
+        dead_letter, process = self.io.output.dead_letter, self.executor.process_replayed
+        done, calls = 0, self.calls
+        try:
+            for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
+                calls.calling = msg
+                try:
+                    rec = self._replayed.record(msg)
+                except BadRecord as error:
+                    dead_letter(None, error, error.stage, msg)
+                else:
+                    process(rec, msg)
+        except Retry:
+            if done:
+                inp.consumed_run(msgs[:done])
+            raise
+        finally:
+            calls.calling = None
+        inp.consumed_run(msgs)
 
     def _screen_timer(self, key: str, timer: Timer) -> bool:
         """Dead-letter a timer whose hook was abandoned instead of firing it, when it is next
