@@ -95,6 +95,7 @@ def replay_dead_letters(args: argparse.Namespace) -> int:
     it in the compacted <pipeline>.<computation>.replayed in the same transaction: a replay
     killed and run again, or run twice, sends each once. The running computation processes it
     with its current code, never as late."""
+    from rich.console import Console
     from rich.progress import Progress
 
     from framework.kafka.topic_ends import parse_point
@@ -108,7 +109,8 @@ def replay_dead_letters(args: argparse.Namespace) -> int:
         None if args.since is None else _moment(parse_point, args.since),
         None if args.until is None else _moment(parse_point, args.until),
     )
-    with Progress(transient=True) as bar:
+    console = Console(stderr=True)  # a bar at a terminal only; the report goes to stdout
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
         task = None
 
         def progress(done: int, total: int) -> None:

@@ -141,6 +141,8 @@ def replay(
     finally:
         if producer is not None:
             producer.flush(TIMEOUT_S)
+            producer.poll(0)  # the transactions' events served: none left to purge at close
+            producer.close()
 
 
 def _replayer(bootstrap: str, spec: ComputationSpec, kafka: dict | None) -> Producer:
@@ -164,7 +166,7 @@ def _send(
     batch = BATCH if rate is None else max(1, min(BATCH, int(rate)))
     limits = read_limits(AdminClient(client_config(bootstrap, kafka)), [spec.dlq])
     started, total = time.monotonic(), len(todo)
-    if progress is not None:
+    if progress is not None and total:
         progress(0, total)
     for first in range(0, total, batch):
         producer.begin_transaction()
