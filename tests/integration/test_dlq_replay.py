@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from framework.cli.main import main
 from framework.core.clock import now_ms
 from framework.kafka.replays import REPLAY_OF, header
 from framework.ops.dead_letter_counts import dead_letter_summary
@@ -53,7 +54,22 @@ def cli(job: UniqueJob, *args: str, script: str | None = None) -> subprocess.Com
     )  # fmt: skip
 
 
-def test_dead_letters_replayed_after_a_fix_each_once_through_kills(kafka, tmp_path):
+def in_process(job: UniqueJob, capsys, *args: str) -> str:
+    """`logwheel dlq ...` on the job's pipeline, in this process (no interpreter to start):
+    what it printed."""
+    capsys.readouterr()
+    ref = f"{job.module}:pipeline"
+    code = main(
+        ["dlq", args[0], ref, "--computation", "tally", "--bootstrap", job.bootstrap, *args[1:]]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return out
+
+
+def test_dead_letters_replayed_after_a_fix_each_once_through_kills(
+    kafka, tmp_path, capsys, monkeypatch
+):
     fix, hold = tmp_path / "fix", tmp_path / "hold"
     job_def = UniqueJob(kafka, tmp_path, FACTORY, "replay", str(fix), str(hold))
     pipeline, prefix = job_def.pipeline, job_def.prefix
@@ -79,7 +95,8 @@ def test_dead_letters_replayed_after_a_fix_each_once_through_kills(kafka, tmp_pa
     )
 
     # dlq ls counts them, by stage and reason, with where they were read
-    listed = json.loads(cli(job_def, "ls", "--json").stdout)
+    monkeypatch.syspath_prepend(str(tmp_path))  # where the CLI imports the job module from
+    listed = json.loads(in_process(job_def, capsys, "ls", "--json"))
     assert listed == first.as_json()
     assert (listed["total"], listed["replayed"]) == (4, 0)
     assert listed["stages"] == {"key": 1, "process_record": 3}
@@ -102,9 +119,8 @@ def test_dead_letters_replayed_after_a_fix_each_once_through_kills(kafka, tmp_pa
     job.kill()
     hold.unlink()
     job.start().wait_working()
-    again = cli(job_def, "replay")
-    assert again.returncode == 0, again.stderr[-2000:]
-    assert "4 dead letters match, 2 already replayed; sent 2" in again.stdout, again.stdout
+    again = in_process(job_def, capsys, "replay")
+    assert "4 dead letters match, 2 already replayed; sent 2" in again, again
 
     # each sent once, processed once though behind the watermark; bad=2 failed again
     replays = read_topic(kafka, spec.replay, to_end=True)
@@ -144,3 +160,27 @@ def test_dead_letters_replayed_after_a_fix_each_once_through_kills(kafka, tmp_pa
     for producer in {m.producer for m in read_marks(kafka, spec.watermarks)}:
         marks = [m.watermark for m in read_marks(kafka, spec.watermarks) if m.producer == producer]
         assert marks == sorted(marks), producer
+
+
+def test_a_sinks_dead_letters_are_listed_and_an_unknown_name_is_refused(kafka, tmp_path):
+    from confluent_kafka import Producer
+
+    from framework.core.pipeline import PipelineError
+    from tests.conftest import create_topics
+
+    job_def = UniqueJob(kafka, tmp_path, FACTORY, "sinkdlq", "fix", "hold", create=False)
+    pipeline = job_def.pipeline
+    topic = f"{pipeline.name}.orders-db.dlq"  # a sink's, as `pipeline.sink(...)` names it
+    create_topics(kafka, [topic])
+    producer = Producer({"bootstrap.servers": kafka})
+    told = {"logwheel.error": "UniqueViolation: duplicate key", "logwheel.error.stage": "write"}
+    told |= {"logwheel.source.topic": "paid", "logwheel.source.partition": "0"}
+    producer.produce(topic, b"{}", b"k", headers={**told, "logwheel.source.offset": "7"})
+    producer.flush(30)
+    summary = dead_letter_summary(pipeline, "orders-db", kafka)
+    assert (summary.total, summary.replayed, summary.stages) == (1, 0, {"write": 1})
+    assert summary.newest[0]["source_offset"] == 7
+    with pytest.raises(PipelineError, match="no dead-letter topic"):
+        dead_letter_summary(pipeline, "nothing", kafka)
+    with pytest.raises(PipelineError, match="only a computation's dead letters go back"):
+        replay(pipeline, "orders-db", kafka)
