@@ -128,6 +128,18 @@ class InputPartition:
         )
 
 
+@dataclass(eq=False)
+class ReplayPartition(InputPartition):
+    """A partition of the computation's replay topic: each record is one of the stream its
+    header names (`ReplayedRecords`), at its own time; its watermark is none."""
+
+    replayed: ReplayedRecords | None = None
+
+    def record(self, msg: Message, filed: int | None = None) -> Record:
+        assert self.replayed is not None
+        return self.replayed.record(msg)
+
+
 def _undecodable(value: bytes) -> Any:
     raise BadRecord("replay", "a replayed record is decoded as one of the stream it names")
 
@@ -328,10 +340,10 @@ class KeyedTask(Task):
             )
         # read beside its inputs, the dead letters `logwheel dlq replay` sends back: never
         # late, and no part of the input watermark (framework/kafka/replays.py)
-        self.replays = InputPartition(
+        self.replays = ReplayPartition(
             spec.replay, partition, spec.replay, _undecodable, ReplayWatermark(), []
         )
-        self._replayed = ReplayedRecords(pipeline, spec, io.registry)
+        self.replays.replayed = ReplayedRecords(pipeline, spec, io.registry)
         self._rates = [RecentRate(clock) for _ in self.inputs]  # what this task reads
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []
@@ -356,10 +368,9 @@ class KeyedTask(Task):
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
-        if inp is self.replays:
-            self._handle_replays(msgs, inp)
-            return
         dead_letter, record, process = self.io.output.dead_letter, inp.record, self.executor.process
+        if inp is self.replays:  # dead letters sent back: never late (framework/kafka/replays.py)
+            process = self.executor.process_replayed
         far, top, limit = inp.future(msgs)
         done, calls = 0, self.calls
         try:
@@ -388,28 +399,6 @@ class KeyedTask(Task):
 
     def partitions(self) -> list[InputPartition]:
         return [*self.inputs, self.replays]
-
-    def _handle_replays(self, msgs: list[Message], inp: InputPartition) -> None:
-        """`handle_run` for the replay topic: each record decoded as one of the stream it names
-        and run by the current code, never late (`Executor.process_replayed`)."""
-        dead_letter, process = self.io.output.dead_letter, self.executor.process_replayed
-        done, calls = 0, self.calls
-        try:
-            for done, msg in enumerate(msgs):  # noqa: B007 - read by the Retry clause
-                calls.calling = msg
-                try:
-                    rec = self._replayed.record(msg)
-                except BadRecord as error:
-                    dead_letter(None, error, error.stage, msg)
-                else:
-                    process(rec, msg)
-        except Retry:
-            if done:
-                inp.consumed_run(msgs[:done])
-            raise
-        finally:
-            calls.calling = None
-        inp.consumed_run(msgs)
 
     def _screen_timer(self, key: str, timer: Timer) -> bool:
         """Dead-letter a timer whose hook was abandoned instead of firing it, when it is next
