@@ -5,8 +5,9 @@ The dead letter's `logwheel.source.topic` names that stream: an input the comput
 by its Kafka key, the `.by-key` topic of an input it re-keys, or its own replay topic (a
 replayed record that failed again, whose `logwheel.replay.stream` names the stream). A re-keyed
 input's key extractor is applied again, as the current code has it, to the decoded value — a
-record the fix made routable goes where it now belongs; one read by its Kafka key keeps its key
-and partition. Keyed task p reads partition p of the replay topic (framework/kafka/replays.py).
+record the fix made routable goes to the partition where its key now belongs, and the keyed
+task there keys it the same way; one read by its Kafka key keeps its key and partition. Keyed
+task p reads partition p of the replay topic (framework/kafka/replays.py).
 A dead letter of a timer's firing (read from nowhere), of another topic, or whose value was
 cut to fit the dead-letter topic cannot go back: it is left as it is, with the reason.
 """
@@ -31,8 +32,9 @@ from framework.ops.dead_letter_log import DeadLetter
 
 @dataclass(frozen=True)
 class Routed:
-    """A dead letter's way back: the stream it is a record of, its key as the computation routes
-    it, the partition of the replay topic (= of the key space) and its record id."""
+    """A dead letter's way back: the stream it is a record of, its original key (the keyed task
+    applies a re-keyed input's extractor itself), the partition of the replay topic (= of the
+    key space) its routed key belongs to, and its record id."""
 
     stream: str
     key: bytes | None
@@ -87,7 +89,7 @@ class Router:
             inp, decode, letter.key, letter.value, letter.timestamp,
             foreign(list(letter.headers)), f"{letter.source_topic}/{at}/", offset,
         )  # fmt: skip
-        return Routed(stream, key, key_partition(key.decode(), n), record.id)
+        return Routed(stream, letter.key, key_partition(key.decode(), n), record.id)
 
 
 def replay_record(spec: ComputationSpec, letter: DeadLetter, routed: Routed) -> Outgoing:

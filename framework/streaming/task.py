@@ -343,7 +343,7 @@ class KeyedTask(Task):
         self.replays = ReplayPartition(
             spec.replay, partition, spec.replay, _undecodable, ReplayWatermark(), []
         )
-        self.replays.replayed = ReplayedRecords(pipeline, spec, io.registry)
+        self.replays.replayed = ReplayedRecords(pipeline, spec, io.registry, partition)
         self._rates = [RecentRate(clock) for _ in self.inputs]  # what this task reads
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []

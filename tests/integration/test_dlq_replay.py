@@ -124,9 +124,11 @@ def test_dead_letters_replayed_after_a_fix_each_once_through_kills(
 
     # each sent once, processed once though behind the watermark; bad=2 failed again
     replays = read_topic(kafka, spec.replay, to_end=True)
-    assert sorted(header(m.headers(), REPLAY_OF) for m in replays) == sorted(
-        d["dead_letter"] for d in listed["newest"]
-    )
+    sent = {header(m.headers(), REPLAY_OF): (m.key(), m.timestamp()[1]) for m in replays}
+    assert len(replays) == len(sent) == 4  # each once, with its original key and timestamp
+    assert sent == {
+        d["dead_letter"]: (d["key"] and d["key"].encode(), d["timestamp"]) for d in listed["newest"]
+    }
     outputs = json_values(read_topic(kafka, tallies, expect=11, to_end=True))
     assert sorted(v["i"] for v in outputs) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11]
     assert {v["i"]: v["late"] for v in outputs if v["late"]} == {3: True, 6: True, 11: True}

@@ -55,7 +55,7 @@ def test_a_re_keyed_input_is_keyed_again_by_the_current_extractor():
     value = json.dumps({"user": "ann"}).encode()
     for source in ("clicks", "p.c.clicks.by-key"):
         routed = Router(pipeline, c).route(letter(source, b"kafka-key", value))
-        assert (routed.stream, routed.key) == ("clicks", b"ann")
+        assert (routed.stream, routed.key) == ("clicks", b"kafka-key")  # keyed by the task
         assert routed.partition == key_partition("ann", 4)
     with_id = letter("p.c.clicks.by-key", b"ann", value, extra=(("logwheel.id", b"id-9"),))
     assert Router(pipeline, c).route(with_id).record_id == "id-9"
