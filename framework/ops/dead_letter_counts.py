@@ -97,12 +97,12 @@ def dead_letter_summary(
     kafka: dict | None = None,
     newest: int = NEWEST,
 ) -> DeadLetterSummary:
-    """The summary of computation (or sink) `name`'s dead letters, as the broker has them now:
-    for a sink, any `<pipeline>.<sink>.dlq` that exists. A configuration error naming the fix if
-    there is no such topic."""
+    """The summary of computation (or sink) `name`'s dead letters, as the broker has them now
+    (none for a computation whose topics are not made yet); for a sink, any
+    `<pipeline>.<sink>.dlq` that exists: a configuration error naming the fix if none does."""
     topic = dlq_topic(pipeline, name)
-    letters = read_dead_letters(bootstrap, topic, kafka)
     spec = pipeline.computations.get(name)
+    letters = read_dead_letters(bootstrap, topic, kafka, must_exist=spec is None)
     replayed = read_replayed(bootstrap, spec.replayed, kafka) if spec is not None else {}
     return summarize(name, topic, letters, replayed, newest)
 

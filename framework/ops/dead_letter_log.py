@@ -152,8 +152,8 @@ def read_dead_letters(
         if not must_exist:
             return []
         raise PipelineError(
-            f"no dead-letter topic {topic}: name a computation or sink of the pipeline, "
-            "and create its topics with `logwheel topics`"
+            f"no dead-letter topic {topic}: name a computation or a sink of the pipeline "
+            "(its topics made by `logwheel topics`)"
         )
     return [DeadLetter.of(m) for m in msgs]
 
