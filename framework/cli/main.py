@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from framework.cli.acls import register_acls
 from framework.cli.broker import register_broker
 from framework.cli.data import register_changelog, register_schemas
+from framework.cli.dlq import register_dlq
 from framework.cli.jobs import (
     register_backfill,
     register_graph,
@@ -46,6 +47,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_jars,
     register_ui,
     register_state,
+    register_dlq,
 ]
 
 

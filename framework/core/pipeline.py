@@ -126,6 +126,17 @@ class ComputationSpec:
     def dlq(self) -> str:
         return f"{self.group}.dlq"
 
+    @property
+    def replay(self) -> str:
+        """Dead letters sent back by `logwheel dlq replay`: partition p is read by keyed task p
+        beside its inputs (framework/ops/replay.py)."""
+        return f"{self.group}.replay"
+
+    @property
+    def replayed(self) -> str:
+        """The compacted record of which dead letters `logwheel dlq replay` has sent back."""
+        return f"{self.group}.replayed"
+
     def by_key(self, stream: str) -> str:
         return f"{self.group}.{stream}.by-key"
 

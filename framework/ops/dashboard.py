@@ -20,10 +20,7 @@ from framework.core.clock import now_ms
 from framework.core.pipeline import Pipeline
 from framework.kafka.config import client_config, consumer_config, reader_group
 from framework.kafka.topic_ends import watermark_offsets
-
-# STAND-IN until the `replay` branch lands: then
-# `from framework.ops.dead_letter_counts import dead_letters_by_stage` (same signature)
-from framework.ops.dashboard_dead_letters import dead_letters_by_stage
+from framework.ops.dead_letter_counts import dead_letters_by_stage
 from framework.ops.holdback import describe_producer
 from framework.ops.layout import layout
 from framework.ops.members import group_members, standbys

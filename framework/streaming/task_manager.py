@@ -201,7 +201,7 @@ class TaskManager:
             if task is None:
                 task = self.tasks[ident] = RepartitionTask(self.io, input_, p, self.calls)
                 self._fresh.append(task)
-            for inp in task.inputs:
+            for inp in task.partitions():
                 if (inp.topic, inp.partition) == (topic, p):
                     inp.position = start
                     self.routes[(topic, p)] = (task, inp)
