@@ -25,6 +25,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from framework.backfill.global_tables import read_global_tables
 from framework.backfill.plan import done_key, read_backfill_topic
 from framework.core.api import EVENT, Record
 from framework.core.clock import now_ms
@@ -219,6 +220,9 @@ class _TaskRun:
         self.partition_of: dict[str, int] = {}
         self.records_in = 0
         self.keys: set[str] = set()
+        self.tables = read_global_tables(
+            settings.pipeline, spec, settings.bootstrap, settings.kafka, settings.registry
+        )
         # sources read as written, held to a skew allowance: topic -> (limit, policy)
         wall = now_ms() if settings.wall is None else settings.wall
         self.future = {
@@ -298,8 +302,9 @@ class _TaskRun:
     def _executor(self) -> Executor:
         limit = self.collector.limits.of(self.s.spec.changelog).max_bytes
         executor = Executor(
-            self.s.spec, self.state, self.timers, self.output, state_max_bytes=limit, ids=self.ids
-        )
+            self.s.spec, self.state, self.timers, self.output, state_max_bytes=limit, ids=self.ids,
+            tables=self.tables,
+        )  # fmt: skip
         executor.advance_watermark(self.s.start_watermark)
         return executor
 
