@@ -36,3 +36,17 @@ def build(name: str, prefix: str, partitions: int = 2) -> Pipeline:
         global_tables={"rates": GlobalTable(f"{prefix}rates", history_ms=HISTORY_MS)},
     )
     return pipeline
+
+
+def harness_rates(pipeline: Pipeline, prefix: str, table: list, orders: list) -> list:
+    """The Harness's answers `(id, rate)`, sorted, to `orders` (key, value, timestamp) after
+    the rate records `table` (key, value or None, timestamp): what `run` and the backfill
+    must answer too."""
+    from framework.testing import Harness
+
+    harness = Harness(pipeline, "convert")
+    for currency, value, ts in table:
+        harness.set_table("rates", currency, value, timestamp=ts)
+    for currency, value, ts in orders:
+        harness.send(f"{prefix}orders", currency, value, ts)
+    return sorted((r.value["id"], r.value["rate"]) for r in harness.outputs(f"{prefix}converted"))
