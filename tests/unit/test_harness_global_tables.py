@@ -60,3 +60,29 @@ def test_a_table_without_history_answers_the_latest_and_refuses_as_of():
     assert harness.outputs("out") == []
     with pytest.raises(UsageError, match="give the record's time"):
         Harness(build("gr", "gr-"), "convert").set_table("rates", "EUR", {"rate": 1.0})
+
+
+def test_a_windowed_reduce_with_tables_reads_a_global_table_as_of_each_record():
+    from framework import GlobalTable, windows
+
+    def add(total, record, table):
+        rate = table("rates").get(record.value["currency"], as_of=record.timestamp)
+        return total + record.value["amount"] * rate["rate"]
+
+    pipeline = Pipeline("gw").source("orders")
+    pipeline.windowed(
+        "eur-per-minute",
+        inputs={"orders": None},
+        window=windows.Tumbling(size_ms=60_000),
+        aggregate=windows.Reduce(0, add, tables=True),
+        output="eur",
+        global_tables={"rates": GlobalTable("fx", history_ms=HISTORY_MS)},
+    )
+    harness = Harness(pipeline, "eur-per-minute")
+    harness.set_table("rates", "USD", {"rate": 2}, timestamp=T0)
+    harness.set_table("rates", "USD", {"rate": 3}, timestamp=T0 + 30_000)
+    for amount, ts in [(1, T0 + 1), (10, T0 + 30_000), (100, T0 + 29_999)]:
+        harness.send("orders", "shop", {"currency": "USD", "amount": amount}, ts)
+    harness.advance_watermark(T0 + 60_000)
+    [result] = harness.outputs("eur")
+    assert result.value["value"] == 1 * 2 + 10 * 3 + 100 * 2
