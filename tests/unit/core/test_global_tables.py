@@ -39,7 +39,7 @@ def reference(records: list, key: str, as_of: int | None) -> object:
     return versions[max(times)] if times else None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(table_records, st.integers(-10, 260))
 def test_a_lookup_at_or_after_the_horizon_answers_what_the_key_held_then(records, as_of):
     table = MemoryGlobalTable("rates", HISTORY)
@@ -56,7 +56,7 @@ def test_a_lookup_at_or_after_the_horizon_answers_what_the_key_held_then(records
                 table.get(key, as_of=as_of)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(table_records)
 def test_a_key_keeps_no_version_that_no_lookup_after_the_horizon_needs(records):
     """At most one version at or before the horizon (none if it is a tombstone) in a key
@@ -69,7 +69,7 @@ def test_a_key_keeps_no_version_that_no_lookup_after_the_horizon_needs(records):
         assert versions == sorted(versions, key=lambda v: v[0])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(table_records, st.randoms())
 def test_answers_at_or_after_the_horizon_do_not_depend_on_the_order_records_came_in(records, rng):
     """Partitions of the topic are read in any interleaving (and run and backfill read them

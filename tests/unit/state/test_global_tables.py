@@ -59,7 +59,7 @@ records = st.lists(
 )
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(records, st.lists(st.integers(1, 5), min_size=1, max_size=10))
 def test_the_rocksdb_replica_answers_as_the_memory_table_whatever_the_batches(records, cuts):
     memory = MemoryGlobalTable("rates", 50)
