@@ -205,7 +205,8 @@ class Harness:
                     f"global table {name!r} keeps history: give the record's time, "
                     "set_table(name, key, value, timestamp=ms)"
                 )
-            table.put(key, None if value is None else copy_json(value), timestamp or 0)
+            value = None if value is None else copy_json(value)
+            table.put(key, value, timestamp or 0, self.wall())
         elif value is None:
             self._tables[name].pop(key, None)
         else:

@@ -28,8 +28,8 @@ log = logging.getLogger(__name__)
 class _Loading:
     """A `MemoryGlobalTable` as a replica the follower feeds (framework/state/following.py)."""
 
-    def __init__(self, table: MemoryGlobalTable, topic: str) -> None:
-        self.table, self.topic = table, topic
+    def __init__(self, table: MemoryGlobalTable, topic: str, wall: int) -> None:
+        self.table, self.topic, self.wall = table, topic, wall
         self.positions: dict[int, int] = {}
 
     def apply(self, msgs: list[Message], positions: dict[int, int]) -> None:
@@ -39,7 +39,8 @@ class _Loading:
             if key is None:  # cannot be looked up: as `run` does, said and not applied
                 skipped += 1
                 continue
-            self.table.put(key.decode(errors="replace"), msg.value(), msg.timestamp()[1])
+            key_, ts = key.decode(errors="replace"), msg.timestamp()[1]
+            self.table.put(key_, msg.value(), ts, self.wall)
         if skipped:
             log.warning(
                 "global table %r (%s): %d records without a key not applied (a table is "
@@ -57,8 +58,10 @@ def read_global_tables(
     bootstrap: str,
     kafka: dict,
     registry: RegistrySettings | None,
+    wall: int,
 ) -> dict[str, MemoryGlobalTable]:
-    """Every global table of `spec`, read to its end (read_committed), by name."""
+    """Every global table of `spec`, read to its end (read_committed), by name; `wall`: the
+    plan's wall time, which records stamped ahead of it are judged by."""
     if not spec.global_tables:
         return {}
     consumer = Consumer(consumer_config(bootstrap, reader=reader_group(spec.group), extra=kafka))
@@ -71,7 +74,7 @@ def read_global_tables(
                 decode_table_value, name, topic, table_decoder(pipeline, topic, registry)
             )
             table = tables[name] = MemoryGlobalTable(name, declared.history_ms, decode)
-            loading = _Loading(table, topic)
+            loading = _Loading(table, topic, wall)
             meta = consumer.list_topics(topic, timeout=30).topics[topic]
             for p in meta.partitions:
                 loading.positions[p] = 0

@@ -220,11 +220,11 @@ class _TaskRun:
         self.partition_of: dict[str, int] = {}
         self.records_in = 0
         self.keys: set[str] = set()
-        self.tables = read_global_tables(
-            settings.pipeline, spec, settings.bootstrap, settings.kafka, settings.registry
-        )
         # sources read as written, held to a skew allowance: topic -> (limit, policy)
         wall = now_ms() if settings.wall is None else settings.wall
+        self.tables = read_global_tables(
+            settings.pipeline, spec, settings.bootstrap, settings.kafka, settings.registry, wall
+        )
         self.future = {
             topic: (limit, future_policy(settings.pipeline, topic))
             for topic, limit in future_limits(

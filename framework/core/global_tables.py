@@ -17,7 +17,11 @@ The rules of a versioned table (history_ms set):
   (a later record with the same key and timestamp replaces it); a tombstone (value None) is a
   version whose value is "absent". Versions are ordered by timestamp, not by arrival: a record
   stamped before the key's latest version goes into its history.
-- The table's time is the newest timestamp it has seen; its horizon is that less history_ms.
+- The table's time is the newest timestamp it has seen, but never more than the default
+  skew allowance (`max_future_ms`, 5 min) ahead of wall time: a record stamped years ahead
+  (a wrong clock, or a hostile writer) is kept as a version at its own time but does not drag
+  the horizon along, which would drop every key's history. Its horizon is that time less
+  history_ms.
   A version whose successor starts at or before the horizon is dropped: nothing at or after
   the horizon can need it. The version current at the horizon stays, even a tombstone (a
   deleted key costs one entry), so a record that arrives late, stamped before it, changes
@@ -41,7 +45,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from framework.core.api import MIN_TIME
-from framework.core.declarations import PipelineError, check_name, check_stream
+from framework.core.declarations import (
+    DEFAULT_MAX_FUTURE_MS,
+    PipelineError,
+    check_name,
+    check_stream,
+)
 from framework.errors import BadRecord, UsageError
 
 __all__ = [
@@ -155,6 +164,14 @@ def answer(name: str, key: str, found: tuple[int, Any] | None, as_of: int, horiz
     return None if found is None else found[1]
 
 
+def table_time(newest: int, timestamp: int, wall: int | None) -> int:
+    """The table's time once a record stamped `timestamp` is in: the newest time seen, a
+    record's time counted at most the skew allowance ahead of `wall` (ms; None: not held)."""
+    if wall is not None:
+        timestamp = min(timestamp, wall + DEFAULT_MAX_FUTURE_MS)
+    return max(newest, timestamp)
+
+
 def horizon_of(newest: int, history_ms: int | None) -> int:
     """The oldest time a lookup can be answered for: the newest record time less the span."""
     if newest == MIN_TIME or history_ms is None:
@@ -189,15 +206,16 @@ class MemoryGlobalTable:
     def horizon(self) -> int:
         return horizon_of(self.newest, self.history_ms)
 
-    def put(self, key: str, value: Any, timestamp: int) -> None:
-        """One table record: `value` (None: a tombstone) for `key` from `timestamp` on."""
+    def put(self, key: str, value: Any, timestamp: int, wall: int | None = None) -> None:
+        """One table record: `value` (None: a tombstone) for `key` from `timestamp` on, put
+        at wall time `wall` (None: the table's time is not held to it)."""
         if self.history_ms is None:  # the latest by arrival, as the topic's compaction keeps
             if value is None:
                 self._versions.pop(key, None)
             else:
                 self._versions[key] = [(timestamp, value)]
             return
-        self.newest = max(self.newest, timestamp)
+        self.newest = table_time(self.newest, timestamp, wall)
         versions = self._versions.setdefault(key, [])
         at = bisect.bisect_left(versions, timestamp, key=lambda v: v[0])
         if at < len(versions) and versions[at][0] == timestamp:

@@ -33,6 +33,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 from rocksdict import Rdict
 
 from framework.core.api import MIN_TIME
+from framework.core.clock import now_ms
 from framework.core.global_tables import (
     GlobalTable,
     answer,
@@ -40,6 +41,7 @@ from framework.core.global_tables import (
     horizon_of,
     merged,
     pruned,
+    table_time,
 )
 from framework.core.metrics import GLOBAL_TABLE_RECORDS, GLOBAL_TABLE_SKIPPED
 from framework.core.pipeline import ComputationSpec, Pipeline
@@ -121,10 +123,11 @@ class GlobalReplica:
     def _versions(self, msgs: list[Message]) -> list[tuple[bytes, bytes | None]]:
         """The batch's new versions, and the versions of its keys they leave unneeded."""
         pending: dict[bytes, dict[int, bytes | None]] = {}
+        wall = now_ms()
         for msg in msgs:
             ts = msg.timestamp()[1]
             pending.setdefault(msg.key(), {})[ts] = msg.value()
-            self.newest = max(self.newest, ts)
+            self.newest = table_time(self.newest, ts, wall)
         horizon, changes = self.horizon, []
         for key, news in pending.items():
             prefix = _prefix(key)

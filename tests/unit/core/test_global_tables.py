@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from framework import GlobalTable, Pipeline, PipelineError
 from framework.core.api import MIN_TIME
+from framework.core.declarations import DEFAULT_MAX_FUTURE_MS
 from framework.core.global_tables import (
     MemoryGlobalTable,
     TableHistoryExpired,
@@ -188,3 +189,13 @@ def test_a_global_table_is_declared_by_topic_or_as_a_GlobalTable_on_computation_
 def test_a_bad_global_table_declaration_fails_naming_the_fix(global_tables, tables, message):
     with pytest.raises(PipelineError, match=message):
         declare(global_tables=global_tables, tables=tables)
+
+
+def test_a_record_stamped_far_ahead_of_wall_time_keeps_its_version_but_not_the_horizon():
+    """A wrong clock or a hostile writer must not drop every key's history."""
+    table = MemoryGlobalTable("rates", HISTORY)
+    table.put("eur", 1, 1_000, wall=1_000)
+    table.put("usd", 2, 10**15, wall=1_000)  # decades ahead
+    assert table.horizon == 1_000 + DEFAULT_MAX_FUTURE_MS - HISTORY
+    assert table.get("usd", as_of=10**15) == 2 and table.get("eur", as_of=10**15) == 1
+    assert table.get("eur", as_of=table.horizon) == 1

@@ -153,3 +153,12 @@ def test_bad_table_records_are_counted_or_dead_letter_the_reading_record_never_a
     with pytest.raises(DecodeError, match=r"table 'rates' \(fx.rates\), key 'chf'"):
         rates.get("chf")
     tables.close()
+
+
+def test_a_record_stamped_far_ahead_of_wall_time_does_not_drag_the_horizon(tmp_path):
+    from framework.core.clock import now_ms
+
+    replica = GlobalReplica("c", "rates", GlobalTable(TOPIC, 50), tmp_path, _decode)
+    replica.apply([_Msg(b"a", b"1", 10**15, 0)], {0: 1})
+    assert replica.horizon <= now_ms() + 300_000 and replica.view.get("a", as_of=10**15) == 1
+    replica.close()
