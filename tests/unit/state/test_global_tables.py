@@ -162,3 +162,22 @@ def test_a_record_stamped_far_ahead_of_wall_time_does_not_drag_the_horizon(tmp_p
     replica.apply([_Msg(b"a", b"1", 10**15, 0)], {0: 1})
     assert replica.horizon <= now_ms() + 300_000 and replica.view.get("a", as_of=10**15) == 1
     replica.close()
+
+
+def test_a_task_gets_its_co_partitioned_tables_and_the_global_ones_together(tmp_path):
+    from framework.state.global_tables import table_set
+
+    pipeline = Pipeline("both").source("orders")
+    pipeline.computation("c", object, inputs={"orders": None}, tables={"users": "users"},
+                         global_tables={"rates": GlobalTable(TOPIC, history_ms=50)})  # fmt: skip
+    log = _log()
+    log.write("users", 1, (b"ann", b'{"tier":"gold"}'))
+    tables = table_set(lambda: log, pipeline, pipeline["c"], tmp_path, COUNTS)
+    views = tables.add(1)
+    assert views["users"].get("ann") == {"tier": "gold"} and "usd" in views["rates"]
+    tables.remove(1)
+    assert "rates" in tables.add(0)  # the global replica stayed open for the other tasks
+    tables.close()
+    plain = Pipeline("none").source("orders")
+    plain.computation("c", object, inputs={"orders": None})
+    assert table_set(lambda: log, plain, plain["c"], tmp_path, COUNTS) is None
