@@ -6,6 +6,7 @@ from framework.core.api import MIN_TIME, Computation, Context, Record, Timer
 from framework.core.pipeline import (
     BoundedOutOfOrderness,
     Dedup,
+    GlobalTable,
     InjectorWatermark,
     Percentile,
     Pipeline,
@@ -19,6 +20,7 @@ __all__ = [
     "Computation",
     "Context",
     "Dedup",
+    "GlobalTable",
     "InjectorWatermark",
     "Percentile",
     "Pipeline",

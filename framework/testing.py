@@ -27,6 +27,7 @@ from framework.core.declarations import check_wire_schema
 from framework.core.dedup import MemoryIdBackend
 from framework.core.executor import Executor
 from framework.core.future_records import future_error, future_limit, future_policy
+from framework.core.global_tables import MemoryGlobalTable
 from framework.core.keyed_state import MemoryStateBackend
 from framework.core.percentile import percentile_watermark
 from framework.core.pipeline import ComputationSpec, Pipeline
@@ -122,7 +123,9 @@ class Harness:
         self._collector = MemoryOutput(self.spec, pipeline)
         self._now = 0
         self._ids = itertools.count()
-        self._tables = {name: MemoryTable() for name in self.spec.tables}
+        self._tables: dict[str, Any] = {name: MemoryTable() for name in self.spec.tables}
+        for name, table in self.spec.global_tables.items():
+            self._tables[name] = MemoryGlobalTable(name, table.history_ms)
         self._upstream: dict[tuple[str, int], tuple[int, float]] = {}  # -> (watermark, rate)
         self.wall: Callable[[], int] = now_ms
         self.future_records = 0
@@ -185,15 +188,26 @@ class Harness:
         self.executor.fire_due()
         self._commit()
 
-    def set_table(self, name: str, key: str, value: Any) -> None:
+    def set_table(self, name: str, key: str, value: Any, timestamp: int | None = None) -> None:
         """Put `value` (None: delete) under `key` in the declared table `name`, as an update
-        of its changelog would; later hook calls see it."""
+        of its changelog would; later hook calls see it. A global table with history keeps
+        it as the key's value from `timestamp` on (the table record's time, required there),
+        under the rules of framework/core/global_tables.py."""
         if name not in self._tables:
             raise UsageError(
                 f"computation {self.spec.name!r} declares no table {name!r}; "
                 f"its tables are {sorted(self._tables)}"
             )
-        if value is None:
+        table = self._tables[name]
+        if isinstance(table, MemoryGlobalTable):
+            if timestamp is None and table.history_ms is not None:
+                raise UsageError(
+                    f"global table {name!r} keeps history: give the record's time, "
+                    "set_table(name, key, value, timestamp=ms)"
+                )
+            value = None if value is None else copy_json(value)
+            table.put(key, value, timestamp or 0, self.wall())
+        elif value is None:
             self._tables[name].pop(key, None)
         else:
             self._tables[name][key] = copy_json(value)

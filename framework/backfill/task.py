@@ -25,6 +25,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from framework.backfill.global_tables import read_global_tables
 from framework.backfill.plan import done_key, read_backfill_topic
 from framework.core.api import EVENT, Record
 from framework.core.clock import now_ms
@@ -221,6 +222,9 @@ class _TaskRun:
         self.keys: set[str] = set()
         # sources read as written, held to a skew allowance: topic -> (limit, policy)
         wall = now_ms() if settings.wall is None else settings.wall
+        self.tables = read_global_tables(
+            settings.pipeline, spec, settings.bootstrap, settings.kafka, settings.registry, wall
+        )
         self.future = {
             topic: (limit, future_policy(settings.pipeline, topic))
             for topic, limit in future_limits(
@@ -298,8 +302,9 @@ class _TaskRun:
     def _executor(self) -> Executor:
         limit = self.collector.limits.of(self.s.spec.changelog).max_bytes
         executor = Executor(
-            self.s.spec, self.state, self.timers, self.output, state_max_bytes=limit, ids=self.ids
-        )
+            self.s.spec, self.state, self.timers, self.output, state_max_bytes=limit, ids=self.ids,
+            tables=self.tables,
+        )  # fmt: skip
         executor.advance_watermark(self.s.start_watermark)
         return executor
 

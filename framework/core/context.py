@@ -218,13 +218,15 @@ class KeyedContext:
             raise
 
     def table(self, name: str) -> Any:
-        """Read-only view (`get(key)`, `in`) of the declared table `name`, as of this call."""
+        """Read-only view (`get(key)`, `in`) of the declared table `name`, as of this call; a
+        global table with history also answers `get(key, as_of=ms)`."""
         try:
             return self._tables[name]
         except KeyError:
             raise UsageError(
                 f"computation {self._name!r} has no table {name!r}; it declares "
-                f"{sorted(self._tables)}: add it to tables={{...}} in pipeline.computation(...)"
+                f"{sorted(self._tables)}: add it to tables={{...}} (co-partitioned) or "
+                "global_tables={...} in pipeline.computation(...)"
             ) from None
 
     def set_timer(self, tag: str, time: int, domain: str = EVENT) -> None:

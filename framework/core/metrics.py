@@ -152,6 +152,17 @@ WATERMARK_LAG = Gauge(
     ["computation", "partition"],
 )
 
+GLOBAL_TABLE_RECORDS = Counter(
+    "logwheel_global_table_records_read",
+    "Records a process read from a global table's topic into its local replica (a restart "
+    "with a current replica reads only those written since it stopped).",
+    ["computation", "table"],
+)
+GLOBAL_TABLE_SKIPPED = Counter(
+    "logwheel_global_table_records_skipped",
+    "Records of a global table's topic not applied to its replica, by reason (no key).",
+    ["computation", "table", "reason"],
+)
 
 DEFAULT_ADDR = "127.0.0.1"
 """Metrics are served on loopback unless an address is chosen (`--metrics-addr`): they name

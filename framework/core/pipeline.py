@@ -34,6 +34,7 @@ from framework.core.declarations import (
     key_by,
 )
 from framework.core.dedup import Dedup
+from framework.core.global_tables import GlobalTable, declare_global_tables
 from framework.core.windows import Aggregate, Hopping, Session, Window
 from framework.core.windows.operator import Windowed
 
@@ -51,6 +52,7 @@ __all__ = [
     "BoundedOutOfOrderness",
     "ComputationSpec",
     "Dedup",
+    "GlobalTable",
     "InjectorWatermark",
     "Input",
     "KeyExtractor",
@@ -92,6 +94,8 @@ class ComputationSpec:
     kind: str = "computation"
     """What declared it, for pictures of the graph (`logwheel graph`, `logwheel ui`):
     "computation", "window" (`windowed`), ..."""
+    global_tables: Mapping[str, GlobalTable] = field(default_factory=dict)
+    """Topics every task reads whole, by name (framework/core/global_tables.py)."""
 
     @property
     def group(self) -> str:
@@ -151,6 +155,11 @@ class ComputationSpec:
         """Everything the computation's consumer group reads: its keyed topics and the
         streams it re-keys."""
         return self.keyed_topics + [i.stream for i in self.inputs if i.key]
+
+    @property
+    def table_topics(self) -> list[str]:
+        """The topics of every table it reads: co-partitioned, then global."""
+        return [*self.tables.values(), *(t.topic for t in self.global_tables.values())]
 
     @property
     def exactly_once(self) -> bool:
@@ -243,6 +252,7 @@ class Pipeline:
         low_watermark: Percentile | None = None,
         dedup: Dedup | None = None,
         hook_timeout_ms: int = DEFAULT_HOOK_TIMEOUT_MS,
+        global_tables: Mapping[str, str | GlobalTable] | None = None,
     ) -> Pipeline:
         """Declare a computation reading `inputs` (stream -> key extractor or None).
 
@@ -257,7 +267,10 @@ class Pipeline:
         a fraction f of the recent input have passed (default: the strict minimum).
         `dedup=Dedup(...)` drops records whose id was already seen for the same key.
         A hook call (or key extractor) running longer than `hook_timeout_ms` is abandoned and
-        its record dead-lettered at stage "timeout"."""
+        its record dead-lettered at stage "timeout".
+        `global_tables` names topics every task reads whole (name -> topic, or
+        `GlobalTable(topic, history_ms=...)` to look values up as of a time) with
+        `ctx.table(name)`: no co-partitioning needed."""
         check_name("computation", name)
         if name in self.computations:
             raise PipelineError(f"computation {name!r} is declared twice")
@@ -273,6 +286,7 @@ class Pipeline:
             )
         outputs = dict(outputs or {})
         tables = dict(tables or {})
+        global_tables = declare_global_tables(f"computation {name!r}", global_tables, tables)
         for stream in [*inputs, *outputs, *tables.values()]:
             check_stream(stream)
         prefixes = {**self.internal_prefixes(), f"computation {name!r}": f"{self.name}.{name}."}
@@ -339,6 +353,7 @@ class Pipeline:
             low_watermark=low_watermark,
             dedup=dedup,
             hook_timeout_ms=hook_timeout_ms,
+            global_tables=global_tables,
         )
         return self
 
@@ -360,6 +375,7 @@ class Pipeline:
         low_watermark: Percentile | None = None,
         dedup: Dedup | None = None,
         hook_timeout_ms: int = DEFAULT_HOOK_TIMEOUT_MS,
+        global_tables: Mapping[str, str | GlobalTable] | None = None,
     ) -> Pipeline:
         """Declare a windowed aggregation: per key of `inputs`, the records of each `window`
         (`windows.Tumbling`, `Hopping` or `Session`) folded by `aggregate`, produced on `output`
@@ -370,7 +386,7 @@ class Pipeline:
         `low_watermark=Percentile(f)` closes windows on a percentile low watermark.
         `dedup=Dedup(...)` drops records whose id was already seen for the same key.
         `hook_timeout_ms` bounds each call of the aggregate's and key extractors' code, as
-        for `computation`."""
+        for `computation`. `global_tables` are declared and read as for `computation`."""
         where = f"windowed computation {name!r}"
         if not isinstance(window, Hopping | Session):
             raise PipelineError(
@@ -403,6 +419,7 @@ class Pipeline:
             low_watermark=low_watermark,
             dedup=dedup,
             hook_timeout_ms=hook_timeout_ms,
+            global_tables=global_tables,
         )
         self.computations[name] = replace(
             self.computations[name], on_late=on_late, hold_ms=window.grace_ms, kind="window"

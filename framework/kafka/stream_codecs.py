@@ -110,11 +110,11 @@ def check_registry(
     the pipeline has a registry) needs its registry to answer (`RegistryConfigurationError`
     naming the URL otherwise) and its outputs' schemas accepted under their subjects, before it
     joins its group."""
-    streams = [*(i.stream for i in spec.inputs), *spec.outputs, *spec.tables.values()]
+    streams = [*(i.stream for i in spec.inputs), *spec.outputs, *spec.table_topics]
     wired = [s for s in streams if _wired(pipeline, s, settings) is not None]
     if not wired:
         registry = resolve(pipeline, settings)
-        if registry is not None and spec.tables:
+        if registry is not None and spec.table_topics:
             connect(registry)
         return
     registry = _wired(pipeline, wired[0], settings)

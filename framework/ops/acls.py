@@ -85,7 +85,7 @@ def computation_acls(
         Acl("TRANSACTIONAL_ID", "PREFIXED", prefix, op, principal, host)
         for op in ("WRITE", "DESCRIBE")
     }
-    reads = {i.stream for i in spec.inputs} | set(spec.tables.values())
+    reads = {i.stream for i in spec.inputs} | set(spec.table_topics)
     for i in spec.inputs:
         reads |= set(partition_watermark(pipeline, i.stream, i.stream, 0)[1])
     acls |= _literal(reads - {spec.watermarks}, READ_OPERATIONS, principal, host)

@@ -24,19 +24,28 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 from rocksdict import Rdict
 
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.stream_codecs import table_decoder
-from framework.kafka.topic_ends import Ends, read_to_end, records, watermark_offsets
+from framework.kafka.topic_ends import watermark_offsets
 from framework.serde.codecs import DecodeError, Decoder
+from framework.state.following import Follower
 from framework.state.rocks import open_raw, read_json, write_with_position
 
 log = logging.getLogger(__name__)
 _POSITION = b"\x00logwheel:position"
-_TIMEOUT_S = 30
+
+
+def decode_table_value(name: str, topic: str, decode: Decoder, key: str, raw: bytes) -> Any:
+    """`raw`, the value of `key` in table `name`, decoded; a `DecodeError` names the table and
+    the key (the record whose hook read it is dead-lettered at stage "decode")."""
+    try:
+        return decode(raw)
+    except DecodeError as error:
+        raise DecodeError(f"table {name!r} ({topic}), key {key!r}: {error}") from None
 
 
 class TableView:
@@ -50,12 +59,10 @@ class TableView:
 
     def get(self, key: str, default: Any = None) -> Any:
         raw = self._db.get(key.encode())
-        if raw is None:
-            return default
-        try:
-            return self._decode(raw)
-        except DecodeError as error:
-            raise DecodeError(f"table {self.name!r} ({self.topic}), key {key!r}: {error}") from None
+        return default if raw is None else self.decoded(key, raw)
+
+    def decoded(self, key: str, raw: bytes) -> Any:
+        return decode_table_value(self.name, self.topic, self._decode, key, raw)
 
     def __contains__(self, key: str) -> bool:
         return self._db.get(key.encode()) is not None
@@ -65,15 +72,23 @@ class TableView:
 
 
 class _Replica:
+    """Partition `partition` of a table's topic, in the RocksDB at `path`."""
+
     def __init__(self, name: str, topic: str, partition: int, path: Path, decode: Decoder) -> None:
         self.topic, self.partition = topic, partition
         self.db = open_raw(path)
-        self.position = read_json(self.db, _POSITION, OFFSET_BEGINNING)
+        self.positions = {partition: read_json(self.db, _POSITION, OFFSET_BEGINNING)}
         self.view = TableView(name, topic, self.db, decode)
 
-    def apply(self, changes: list[tuple[bytes, bytes | None]], position: int) -> None:
+    @property
+    def position(self) -> int:
+        return self.positions[self.partition]
+
+    def apply(self, msgs: list[Message], positions: dict[int, int]) -> None:
+        changes = [(m.key(), m.value()) for m in msgs if m.key() is not None]
+        position = positions[self.partition]
         write_with_position(self.db, changes, _POSITION, position)
-        self.position = position
+        self.positions[self.partition] = position
 
 
 class Tables:
@@ -93,7 +108,8 @@ class Tables:
         self._decoders = {
             topic: table_decoder(pipeline, topic, registry) for topic in spec.tables.values()
         }
-        self._replicas: dict[tuple[str, int], _Replica] = {}
+        self._follower = Follower(consumer)
+        self._replicas = self._follower.replicas
 
     def add(self, partition: int) -> dict[str, TableView]:
         """Open (or resume) partition `partition` of every table, read it to its end, and
@@ -105,7 +121,7 @@ class Tables:
             self._replicas[(topic, partition)] = replica
             low, _ = watermark_offsets(self.consumer, TopicPartition(topic, partition))
             if replica.position < low:  # new, or the log's start moved past it
-                replica.apply([], low)
+                replica.apply([], {partition: low})
             replicas.append(replica)
         self.consumer.incremental_assign(
             [TopicPartition(r.topic, partition, r.position) for r in replicas]
@@ -130,32 +146,12 @@ class Tables:
 
     def sync(self, partitions: Iterable[int]) -> None:
         """Read the tables of `partitions` at least to the end offsets the broker reports now
-        (read_committed: the last stable offset); `Unreachable` after `_TIMEOUT_S`."""
-        ends = Ends(self.consumer)
-        wanted = [(t, p) for p in partitions for t in self.spec.tables.values()]
-        ends.add(
-            [tp for tp in wanted if tp in self._replicas],
-            {tp: self._replicas[tp].position for tp in wanted if tp in self._replicas},
-        )
-        read_to_end(ends, self._apply, timeout=_TIMEOUT_S, batch=1000)
-        for tp, end in ends.ends.items():  # past transaction markers no record reports
-            if self._replicas[tp].position < end:
-                self._replicas[tp].apply([], end)
+        (read_committed: the last stable offset); `Unreachable` after 30 s."""
+        self._follower.sync([(t, p) for p in partitions for t in self.spec.tables.values()])
 
     def step(self, timeout: float = 0.0) -> None:
         """Apply what has arrived (following the tables between batches)."""
-        self._apply(records(self.consumer.consume(1000, timeout)))
-
-    def _apply(self, msgs: list) -> None:
-        changes: dict[tuple[str, int], list[tuple[bytes, bytes | None]]] = {}
-        positions: dict[tuple[str, int], int] = {}
-        for msg in msgs:
-            tp = (msg.topic(), msg.partition())
-            if tp in self._replicas and msg.key() is not None:
-                changes.setdefault(tp, []).append((msg.key(), msg.value()))
-                positions[tp] = msg.offset() + 1
-        for tp, position in positions.items():
-            self._replicas[tp].apply(changes[tp], position)
+        self._follower.step(timeout)
 
     def close(self) -> None:
         for replica in self._replicas.values():

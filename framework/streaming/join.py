@@ -21,8 +21,8 @@ from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import ComputationIO
 from framework.kafka.registry_settings import RegistrySettings
 from framework.query.replicas import Replicas
+from framework.state.global_tables import table_set
 from framework.state.restore import Restorer
-from framework.state.tables import Tables
 from framework.streaming.calls import Calls
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.committer import Committer
@@ -115,9 +115,8 @@ def join(
     io = ComputationIO(
         pipeline, spec, collector, partitions, ErrorPolicy(spec.group, spec.on_error), registry
     )
-    tables = (
-        Tables(Consumer(dict(reader)), pipeline, spec, state_dir, registry) if spec.tables else None
-    )
+    readers = lambda: Consumer(dict(reader))  # noqa: E731
+    tables = table_set(readers, pipeline, spec, state_dir, partitions, registry)
     tasks = TaskManager(
         io, consumer, admin, channels, restorer, state_dir, tables, standby, calls, hung, replicas
     )

@@ -165,6 +165,12 @@ def partition_counts(bootstrap: str, kafka: dict, spec: ComputationSpec) -> dict
                 f"{counts.get(topic, 'none (it does not exist)')}: co-partition them "
                 "(same partition count and keys) or create the topic"
             )
+    for name, table in spec.global_tables.items():
+        if table.topic not in counts:
+            raise PipelineError(
+                f"{spec.group} reads global table {name!r} from {table.topic!r}, which does "
+                "not exist: create the topic (or fix its name)"
+            )
     for i in spec.inputs:
         if i.key is None and counts.get(i.stream) != spec.partitions:
             raise PipelineError(

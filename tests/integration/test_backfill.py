@@ -43,9 +43,11 @@ from framework.testing import Harness
 from tests.support import (
     REPO,
     Job,
+    UniqueJob,
     Wordcount,
     import_job,
     job_source,
+    json_values,
     produce,
     read_topic,
     wait_for,
@@ -256,6 +258,33 @@ def test_window_counter_backfill_then_run_equals_the_harness(kafka, tmp_path, sp
     finally:
         job.stop()
     assert window_counts(msgs) == expected
+
+
+def test_global_table_lookups_as_of_record_time_equal_the_harness(kafka, tmp_path, spark):
+    """A global table with history (issue 39): rates change, one is deleted, while orders of
+    every time come; the backfill answers each order with the rate of its time, as the
+    Harness does (tests/integration/test_global_tables.py: as `run` does)."""
+    from tests.conftest import create_topics
+    from tests.global_rates import harness_rates
+
+    job = UniqueJob(kafka, tmp_path, "tests.global_rates:build", "gtasof")
+    create_topics(kafka, [f"{job.prefix}rates"], partitions=3)
+    rng, currencies = random.Random(5), ["EUR", "USD", "GBP", "CHF"]
+    table = [(c, {"rate": rng.randrange(50, 200) / 100}, T0 + t)
+             for t in range(0, 5_000, 1_000) for c in currencies]  # fmt: skip
+    table.append(("GBP", None, T0 + 2_500))
+    orders = [(c, {"id": i, "currency": c}, T0 + rng.randrange(0, 6_000))
+              for i, c in enumerate(rng.choices(currencies, k=40))]  # fmt: skip
+    expected = harness_rates(job.pipeline, job.prefix, table, orders)
+    assert None in {rate for _, rate in expected}  # GBP between its deletion and next rate
+    produce(kafka, f"{job.prefix}rates", table)
+    produce(kafka, f"{job.prefix}orders", orders)
+
+    summary = backfill(job.pipeline, "convert", bootstrap=kafka, spark=spark)
+
+    assert summary.records_in == len(orders) and summary.dead_letters == 0
+    msgs = read_topic(kafka, f"{job.prefix}converted", expect=len(orders), to_end=True)
+    assert sorted((v["id"], v["rate"]) for v in json_values(msgs)) == expected
 
 
 # -- hand-over and bad input ------------------------------------------------------------------

@@ -33,6 +33,11 @@ class Aggregate:
         """The accumulator once `record` is in it (a new object or `acc` changed in place)."""
         return acc
 
+    def fold(self, acc: Any, record: Record, table: Callable[[str], Any]) -> Any:
+        """`add`, called by the windowed operator with `table` (`ctx.table`) at hand for an
+        aggregator that reads the computation's tables (`Reduce(..., tables=True)`)."""
+        return self.add(acc, record)
+
     def merge(self, a: Any, b: Any) -> Any:
         """One accumulator holding the records of `a`, then those of `b`."""
         raise NotImplementedError(f"{type(self).__name__} cannot merge")
@@ -168,17 +173,22 @@ class Collect(_Field):
 class Reduce(Aggregate):
     """A user's fold over the records' values: `add(acc, value) -> acc` from `initial` (a
     JSON-compatible value, copied for each window, or a function returning one); `merge(a, b)`
-    combines two accumulators and is needed by session windows."""
+    combines two accumulators and is needed by session windows. With `tables=True`, `add`
+    is called `add(acc, record, table)`: the whole record (its time, for lookups as of it)
+    and `table(name)`, the view of a table (or global table) the computation declares."""
 
     def __init__(
         self,
         initial: Any,
-        add: Callable[[Any, Any], Any],
+        add: Callable[..., Any],
         merge: Callable[[Any, Any], Any] | None = None,
+        *,
+        tables: bool = False,
     ) -> None:
         self._initial = initial
         self._add = add
         self._merge = merge
+        self._tables = tables
         self.mergeable = merge is not None
 
     def initial(self) -> Any:
@@ -186,6 +196,9 @@ class Reduce(Aggregate):
 
     def add(self, acc: Any, record: Record) -> Any:
         return self._add(acc, record.value)
+
+    def fold(self, acc: Any, record: Record, table: Callable[[str], Any]) -> Any:
+        return self._add(acc, record, table) if self._tables else self._add(acc, record.value)
 
     def merge(self, a: Any, b: Any) -> Any:
         if self._merge is None:

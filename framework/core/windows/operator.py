@@ -61,7 +61,7 @@ class Windowed(Computation):
                     continue  # closed (and already emitted)
                 acc = aggregate.initial()
                 ctx.set_timer(slot, start + size + grace)
-            state[slot] = acc = aggregate.add(acc, record)
+            state[slot] = acc = aggregate.fold(acc, record, ctx.table)
             took = True
             if not self.final:
                 self._emit(ctx, start, start + size, acc)
@@ -92,7 +92,7 @@ class Windowed(Computation):
                 ctx.cancel_timer(old)
         if acc is _MISSING:
             acc = aggregate.initial()
-        acc = aggregate.add(acc, record)
+        acc = aggregate.fold(acc, record, ctx.table)
         state[slot] = [end, acc]
         ctx.set_timer(slot, end + self.grace)
         if not self.final:

@@ -15,6 +15,7 @@ import framework.core.metrics as metrics
 METRICS = Path(__file__).resolve().parents[3] / "docs" / "metrics.md"
 BOUNDED = {"computation", "stream", "topic", "partition", "stage", "reason", "kind", "call"}
 # "call": the name of a client call or runtime function, bounded by the code
+BOUNDED |= {"table"}  # a table's name, as the computation declares it
 
 
 def ours() -> list:

@@ -13,12 +13,12 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-Record = tuple[bytes, bytes | None]
+Record = tuple[bytes, bytes | None] | tuple[bytes | None, bytes | None, int]
 
 
 class FakeLog:
-    """Partition logs (topic, partition) -> [(key, value or None)], offsets from 0; `served`
-    counts the records `consume` has handed out."""
+    """Partition logs (topic, partition) -> [(key, value or None[, timestamp])], offsets from
+    0 (timestamp 0 if not given); `served` counts the records `consume` has handed out."""
 
     def __init__(self, logs: dict[tuple[str, int], list[Record]] | None = None) -> None:
         self.logs = logs if logs is not None else {}
@@ -50,7 +50,14 @@ class FakeLog:
             log = self.logs.get((topic, partition), [])
             end = min(len(log), position + num_messages - len(out))
             out += [
-                Message(topic=topic, partition=partition, offset=o, key=log[o][0], value=log[o][1])
+                Message(
+                    topic=topic,
+                    partition=partition,
+                    offset=o,
+                    key=log[o][0],
+                    value=log[o][1],
+                    timestamp=(1, log[o][2] if len(log[o]) > 2 else 0),
+                )
                 for o in range(position, end)
             ]
             self.positions[(topic, partition)] = max(position, end)
