@@ -16,6 +16,7 @@ from rich.table import Table
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
 from framework.core.pipeline import ComputationSpec, Pipeline
+from framework.core.sink_spec import SinkSpec
 from framework.core.watermarks import Mark, repartition_producer, task_producer
 from framework.kafka.config import client_config, consumer_config, reader_group
 from framework.kafka.errors import Unreachable
@@ -94,9 +95,42 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
                     )
             finally:
                 consumer.close()
+        for sink in pipeline.sinks.values():
+            rows += _sink_rows(sink, admin, existing, bootstrap, kafka)
         return rows
     finally:
         channels.close()
+
+
+def _sink_rows(
+    sink: SinkSpec, admin: AdminClient, existing: dict, bootstrap: str, kafka: dict | None
+) -> list[Status]:
+    """A sink's partitions: the lag and last commit of its group's offsets (committed after
+    each batch the target took), its owners; no watermark."""
+    owners = _owners(admin, sink.group)
+    consumer = Consumer(consumer_config(bootstrap, reader=sink.group, extra=kafka))
+    try:
+        tps = [
+            TopicPartition(t, p)
+            for t in sink.consumed_topics
+            if t in existing
+            for p in sorted(existing[t].partitions)
+        ]
+        return [
+            Status(
+                sink.name,
+                c.topic,
+                c.partition,
+                None,
+                None,
+                _lag(consumer, c),
+                _committed_at(c.metadata),
+                owners.get((c.topic, c.partition)),
+            )
+            for c in (consumer.committed(tps, timeout=30) if tps else ())
+        ]
+    finally:
+        consumer.close()
 
 
 def _producer(spec: ComputationSpec, topic: str, partition: int) -> str:
@@ -197,7 +231,8 @@ def _when(ms: int) -> str:
 
 
 def graph(pipeline: Pipeline) -> str:
-    """The topology as Graphviz dot: streams are ellipses, computations boxes."""
+    """The topology as Graphviz dot: streams are ellipses, computations boxes, sinks
+    cylinders."""
     lines = [f'digraph "{pipeline.name}" {{', "  rankdir=LR;"]
     for stream in pipeline.streams():
         lines.append(f'  "s:{stream}" [label="{stream}", shape=ellipse];')
@@ -208,5 +243,8 @@ def graph(pipeline: Pipeline) -> str:
             lines.append(f'  "s:{i.stream}" -> "c:{spec.name}"{label};')
         for out in spec.outputs:
             lines.append(f'  "c:{spec.name}" -> "s:{out}";')
+    for sink in pipeline.sinks.values():
+        lines.append(f'  "k:{sink.name}" [label="{sink.name}", shape=cylinder];')
+        lines += [f'  "s:{stream}" -> "k:{sink.name}";' for stream in sink.inputs]
     lines.append("}")
     return "\n".join(lines)

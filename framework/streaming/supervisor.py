@@ -27,6 +27,7 @@ from framework.kafka.registry_settings import RegistrySettings
 from framework.streaming.dead_man import DeadMan
 from framework.streaming.lifetime import Runner
 from framework.streaming.loading import kafka_settings, load_pipeline, registry_settings
+from framework.streaming.sink_runner import SinkRunner
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
@@ -58,9 +59,10 @@ def run_computations(
     several on consecutive ports from it, in the order named (0: each a free port, logged), on
     `metrics_addr` (loopback unless chosen)."""
     pipeline = load_pipeline(ref)
-    names = names or list(pipeline.computations)
+    names = names or [*pipeline.computations, *pipeline.sinks]
     for name in names:
-        pipeline[name]  # noqa: B018 - fails at start naming the computations there are
+        if name not in pipeline.sinks:
+            pipeline[name]  # noqa: B018 - fails at start naming the computations there are
     kafka = kafka_settings(config_file)
     registry = registry_settings(config_file)
     if standby < 0:
@@ -97,7 +99,7 @@ def _run_one(
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    runner = Runner(
+    runner = (SinkRunner if name in pipeline.sinks else Runner)(
         pipeline,
         name,
         bootstrap=bootstrap,
