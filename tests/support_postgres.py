@@ -158,6 +158,21 @@ def shared_postgres() -> Iterator[Postgres]:
 
 
 @contextmanager
+def private_postgres() -> Iterator[Postgres]:
+    """A server of the caller's own, in a fresh directory (under /tmp, which the server's user
+    can reach, unlike pytest's tmp_path), stopped and removed at the end."""
+    home = Path(tempfile.mkdtemp(prefix="logwheel-test-pg-"))
+    os.chmod(home, 0o755)
+    server = Postgres(home)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop(mode="immediate")
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
 def _locked(home: Path) -> Iterator[None]:
     with open(home / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

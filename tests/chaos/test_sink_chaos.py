@@ -1,0 +1,157 @@
+"""Exactly-once into PostgreSQL under crashes, a zombie and a database outage: every order
+written once (`count = count(distinct id)`), the refused row dead-lettered with the
+database's words, upserted values final.
+
+A crash lands at a named step of a batch (framework/sinks/stops.py): the job stops itself
+there (`LOGWHEEL_SINK_STOP_AT`), and the test SIGKILLs it — before the database transaction,
+inside it (the rows sent, not committed) and between its commit and anything after it.
+Reduced inside `make test`; `make chaos` (LOGWHEEL_CHAOS_FULL=1) runs more records and every
+step at three batches.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+
+import pytest
+
+from tests.support import produce, read_topic, wait_for
+from tests.support_postgres import PASSWORD, private_postgres, wait_ready
+from tests.support_sink import TOTALS_TABLE, OrdersSink, kill_stopped, wait_stopped
+
+FULL = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
+ORDERS = 5_000 if FULL else 400
+BATCH = 50 if FULL else 20
+STEPS = ("before-transaction", "in-transaction", "after-commit")
+AT_BATCHES = (2, 5, 9) if FULL else (2,)
+
+pytestmark = [pytest.mark.chaos, pytest.mark.timeout(1200 if FULL else 300)]
+
+
+def test_sigkill_at_each_step_of_a_batch_loses_and_repeats_no_row(kafka, postgres, tmp_path):
+    case = OrdersSink(kafka, tmp_path, postgres.dsn(), batch=BATCH)
+    case.send(ORDERS, bad={"order_id": "refused", "amount": -1, "customer": "c0"})
+    for nth in AT_BATCHES:
+        for step in STEPS:
+            job = case.job(env={"LOGWHEEL_SINK_STOP_AT": f"{step}:{nth}"}).start()
+            wait_stopped(job)
+            kill_stopped(job)
+            case.send(BATCH // 2)  # more input between the kills
+    job = case.job().start()
+    try:
+        case.wait_rows(case.sent)
+        letters = case.dead_letters(1)
+    finally:
+        assert job.stop() == 0, job.output()[-3000:]
+    case.check_exactly_once(case.sent)
+    assert sum(case.offsets().values()) == case.sent + 1
+    words = {dict(m.headers())["logwheel.error"].decode() for m in letters}
+    assert any("violates check constraint" in w for w in words), words
+    assert PASSWORD not in job.output()
+
+
+def test_a_zombie_cannot_commit(kafka, postgres, tmp_path):
+    """A stops itself holding a batch of both partitions; B takes them over once A's session
+    times out and writes everything; A, continued, is fenced by the epoch: nothing it held
+    is written twice."""
+    case = OrdersSink(kafka, tmp_path, postgres.dsn(), batch=BATCH)
+    case.send(ORDERS)
+    zombie = case.job("a", env={"LOGWHEEL_SINK_STOP_AT": "before-transaction:3"}).start()
+    wait_stopped(zombie)
+    written = case.count()
+    successor = case.job("b").start()
+    try:
+        case.wait_rows(case.sent, timeout=120)
+        assert case.count() > written  # B wrote what A held
+        zombie.signal(signal.SIGCONT)
+        wait_for(
+            lambda: "fenced" in zombie.output() or case.count() > case.sent,
+            60,
+            what="the zombie to be fenced (or to write its batch again)",
+        )
+        case.check_exactly_once(case.sent)
+        case.send(BATCH)  # and both go on
+        case.wait_rows(case.sent)
+        case.check_exactly_once(case.sent)
+    finally:
+        for job in (zombie, successor):
+            job.stop()
+
+
+def test_the_database_stopped_and_restarted_mid_run(kafka, tmp_path):
+    """A server of the test's own (the shared one serves other tests meanwhile)."""
+    with private_postgres() as server:
+        case = OrdersSink(kafka, tmp_path, server.dsn(), batch=BATCH)
+        case.send(ORDERS // 2)
+        job = case.job().start()
+        try:
+            case.wait_rows(1)
+            server.stop(mode="fast")
+            case.send(ORDERS // 2)
+            wait_for(lambda: "holding" in job.output(), 60, what="the sink to hold")
+            assert job.alive()
+            server.start()
+            wait_ready(server)
+            case.wait_rows(case.sent)
+            time.sleep(0.5)
+        finally:
+            assert job.stop() == 0, job.output()[-3000:]
+        case.check_exactly_once(case.sent)
+        assert PASSWORD not in job.output()
+
+
+def test_an_upsert_sink_fed_by_a_computation_under_sigkill_ends_at_the_changelog(
+    kafka, postgres, tmp_path
+):
+    case = OrdersSink(
+        kafka, tmp_path, postgres.dsn(), batch=BATCH, ddl=TOTALS_TABLE,
+        factory="tests.integration.sink_job:totals_sink",
+    )  # fmt: skip
+    amounts = f"{case.prefix}amounts"
+    rng = random.Random(11)
+    truth: dict[str, int] = {}
+    stop = threading.Event()
+
+    def feed() -> None:  # ORDERS records in batches of 50 every 0.1 s, as the kills land
+        for _ in range(ORDERS // 50):
+            if stop.is_set():
+                return
+            batch = [(f"k{rng.randrange(30)}", rng.randrange(1, 100)) for _ in range(50)]
+            for key, amount in batch:
+                truth[key] = truth.get(key, 0) + amount
+            produce(kafka, amounts, [(k, {"amount": a}, None) for k, a in batch])
+            time.sleep(0.1)
+
+    feeding = threading.Thread(target=feed, daemon=True)
+    job = case.job().start().wait_working(2)
+    feeding.start()
+    try:
+        for _ in range(3 if FULL else 2):
+            time.sleep(rng.uniform(0.5, 2.0))
+            job.kill()
+            job = case.job().start()
+        feeding.join(120)
+        wait_for(
+            lambda: dict(case.query("SELECT key, total FROM {table}")) == truth,
+            120,
+            what="the table's totals to reach the input's",
+        )
+    finally:
+        stop.set()
+        job.stop()
+    changelog = _latest(kafka, f"{case.pipeline.name}.totals.changelog")
+    rows = {k: (t, n) for k, t, n in case.query("SELECT key, total, n FROM {table}")}
+    assert rows == {k: (v["total"], v["n"]) for k, v in changelog.items()}
+
+
+def _latest(bootstrap: str, topic: str) -> dict:
+    import json
+
+    latest = {}
+    for msg in read_topic(bootstrap, topic, to_end=True):
+        latest[msg.key().decode()] = None if msg.value() is None else json.loads(msg.value())
+    return {k: v for k, v in latest.items() if v is not None}
