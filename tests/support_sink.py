@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import psycopg
@@ -106,5 +105,10 @@ def kill_stopped(job: Job) -> None:
     job.proc.wait(30)
 
 
-def settle(seconds: float) -> None:
-    time.sleep(seconds)
+def send_raw(bootstrap: str, topic: str, value: bytes) -> None:
+    """One record whose value is `value` as it is (not JSON, say), keyed c0."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, value, b"c0")
+    producer.flush(30)
