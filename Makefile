@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 4
 
 .DEFAULT_GOAL := help
-.PHONY: help venv jars test demo enrich-demo chaos soak bench lint broker broker-stop
+.PHONY: help venv jars postgres test demo enrich-demo chaos soak bench lint broker broker-stop
 
 help:
 	@echo "make demo         Zeitgeist on the embedded broker: planted spike and dip found, nothing else"
@@ -27,6 +27,7 @@ help:
 	@echo "make lint         ruff check, ruff format --check, the layering contracts (lint-imports)"
 	@echo "make venv         .venv with logwheel installed editable, with its test extras"
 	@echo "make jars         the Kafka broker's, Spark's Kafka connector's and the Schema Registry's jars"
+	@echo "make postgres     Debian's PostgreSQL server binaries, for the sink's tests and bench"
 	@echo "make broker       start the embedded broker;  make broker-stop  stops it"
 
 venv: $(VENV)/.stamp
@@ -53,7 +54,19 @@ $(REGISTRY_JARS)/.stamp: framework/jvm/registry/pom.xml $(wildcard framework/jvm
 	$(PY) -m framework.cli jars registry --into $(REGISTRY_JARS)
 	touch $@
 
-test: venv jars lint
+# The sink's tests and bench run Debian's PostgreSQL server (tests/support_postgres.py starts one
+# as the postgres user on a free port): installed here where its binaries are missing, without
+# the package's own cluster (the tests make theirs). apt-get needs root, as CI runs.
+PG_INITDB := $(wildcard /usr/lib/postgresql/*/bin/initdb)
+postgres:
+ifeq ($(PG_INITDB),)
+	mkdir -p /etc/postgresql-common
+	echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+endif
+
+test: venv jars lint postgres
 	$(PY) -m framework.cli schemas check
 	$(PY) -m pytest -q -ra --durations=10 -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS) tests
 
@@ -69,14 +82,14 @@ enrich-demo: venv jars
 # the fresh-cache jar build (a 136 MB build): every figure with an aim printed beside it.
 CHAOS_TESTS := tests/chaos tests/integration/test_broker_ready.py \
 	tests/integration/test_shutdown.py tests/integration/test_jars.py
-chaos: venv jars
+chaos: venv jars postgres
 	LOGWHEEL_CHAOS_FULL=1 LOGWHEEL_TEST_JAR_BUILD=1 \
 		$(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) $(CHAOS_TESTS)
 
 soak: venv jars
 	$(PY) -m tests.chaos.seeded.soak
 
-bench: venv jars
+bench: venv jars postgres
 	LOGWHEEL_BENCH_PEERS=$${LOGWHEEL_BENCH_PEERS-1} $(PY) bench/run_all.py
 
 lint: venv

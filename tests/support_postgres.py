@@ -142,8 +142,9 @@ def shared_postgres() -> Iterator[Postgres]:
     lease = leases / str(os.getpid())
     with _locked(server.home):
         lease.touch()
-        if not server.running():
-            (server.home / "port").unlink(missing_ok=True)  # a free port each time
+        if not server.running():  # each run starts empty, on a free port
+            shutil.rmtree(server.data, ignore_errors=True)
+            (server.home / "port").unlink(missing_ok=True)
             server.start()
     try:
         yield server

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 import psycopg
@@ -30,7 +31,14 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from framework.core.api import Record
 from framework.errors import ConfigurationError, LogwheelError
 from framework.sinks.protocol import DEFAULT_BATCH, Fenced, Refused, Unavailable
-from framework.sinks.rows import ID_COLUMN, Rows, column_list, database_words, row_fault
+from framework.sinks.rows import (
+    ID_COLUMN,
+    Rows,
+    column_list,
+    database_words,
+    json_dumpers,
+    row_fault,
+)
 from framework.sinks.stops import stop_at
 
 log = logging.getLogger(__name__)
@@ -174,6 +182,7 @@ class PostgresSink:
             return self._conn
         try:
             conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            json_dumpers(conn)
             conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
             if not self._checked:
                 self._check(conn)
@@ -222,14 +231,19 @@ class PostgresSink:
     def _insert(self, conn: psycopg.Connection, rows: list[dict[str, Any]]) -> None:
         if not rows:
             return
-        columns = column_list(rows)
+        columns, uniform = column_list(rows)
         names = sql.SQL(", ").join(map(sql.Identifier, columns))
         with conn.cursor() as cur:
             if self.mode == "append":
                 copy = sql.SQL("COPY {} ({}) FROM STDIN").format(self._table, names)
                 with cur.copy(copy) as out:
-                    for row in rows:
-                        out.write_row([row.get(c) for c in columns])
+                    if uniform:
+                        values = itemgetter(*columns)
+                        for row in rows:
+                            out.write_row(values(row))
+                    else:
+                        for row in rows:
+                            out.write_row([row.get(c) for c in columns])
                 return
             updates = [c for c in columns if c not in self.key]
             statement = sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) DO UPDATE SET {}")
@@ -292,4 +306,4 @@ class PostgresSink:
 
 
 def _hashable(value: Any) -> Any:
-    return repr(value) if isinstance(value, dict | list) or hasattr(value, "obj") else value
+    return repr(value) if isinstance(value, dict | list) else value

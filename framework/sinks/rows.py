@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
+from psycopg.types.json import JsonbDumper
 
 from framework.core.api import Record
 
@@ -58,33 +58,36 @@ class Rows:
     def row(self, record: Record) -> dict[str, Any]:
         """The row of `record`; TypeError when its value is not a mapping."""
         value = record.value
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise TypeError(
                 f"a sink writes mappings as rows, and this record's value is a "
                 f"{type(value).__name__}"
             )
         if self.fields is None:
-            row = {k: _adapt(v) for k, v in value.items()}
+            row = dict(value)  # nested values are dumped as jsonb (`json_dumpers`)
         else:
-            row = {column: _adapt(value.get(f)) for f, column in self.fields.items()}
+            row = {column: value.get(f) for f, column in self.fields.items()}
         row[ID_COLUMN] = record.id
         return row
 
 
-def column_list(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Every column any of `rows` has, in the order first met."""
+def column_list(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], bool]:
+    """Every column any of `rows` has, in the order first met; and whether every row has
+    every one of them (then `itemgetter(*columns)` reads a row's values)."""
     if not rows:
-        return []
+        return [], True
     first = rows[0]
     columns = dict.fromkeys(first)
-    n = len(first)
+    uniform = True
+    keys = first.keys()
     for row in rows:
-        if len(row) != n or row.keys() != first.keys():
+        if row.keys() != keys:
             columns.update(dict.fromkeys(row))
-    return list(columns)
+            uniform = False
+    return list(columns), uniform
 
 
-def _adapt(value: Any) -> Any:
-    if isinstance(value, dict | list):
-        return Jsonb(value)
-    return value
+def json_dumpers(conn: psycopg.Connection) -> None:
+    """Make `conn` write a mapping or a list as jsonb, as a nested value of a record is."""
+    for kind in (dict, list):
+        conn.adapters.register_dumper(kind, JsonbDumper)

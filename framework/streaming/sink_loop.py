@@ -149,8 +149,7 @@ class SinkMembership:
             self._raise_failure()
             if self._lost:
                 raise Rejoin("partitions were lost (session timed out?)")
-            for msg in msgs:
-                self._take(msg)
+            self._take_all(msgs)
             drained = len(msgs) < self.batch
             if drained or time.monotonic() - self._last_flush >= interval:
                 for part in list(self._parts.values()):
@@ -161,33 +160,57 @@ class SinkMembership:
             if time.monotonic() - self._reported >= 1:
                 self._report()
 
-    def _take(self, msg: Message) -> None:
-        """Add one message to its partition's batch (or its dead letters); a full batch is
-        written at once."""
-        err = msg.error()
-        if err is not None:
-            group_event(err)
-            return
-        part = self._parts.get((msg.topic(), msg.partition()))
-        if part is None or not part.opened or part.until or msg.offset() < part.position:
-            return  # not ours, not open yet, held (read again after), or before its offset
-        topic, p, offset = msg.topic(), msg.partition(), msg.offset()
-        try:
-            record = decode_record(
-                self._decoders[topic], topic, msg.key(), msg.value(), msg.timestamp()[1],
-                msg.headers(), f"{topic}/{p}/", offset,
-            )  # fmt: skip
-        except BadRecord as bad:
-            part.letters.append((msg, bad))
-        except Retry as error:  # the Schema Registry away: not the record's fault
-            self._hold(part, error, offset)
-            return
-        else:
-            part.batch.append((msg, record))
-        part.next_offset = offset + 1
-        part.position = offset + 1
-        if len(part.batch) >= self.batch:
-            self._flush(part)
+    def _take_all(self, msgs: list[Message]) -> None:
+        """Hand each run of consecutive messages of one partition (what a fetch returns) to
+        `_take`: the partition is looked up once a run."""
+        start, n = 0, len(msgs)
+        while start < n:
+            first = msgs[start]
+            err = first.error()
+            if err is not None:
+                group_event(err)
+                start += 1
+                continue
+            topic, partition = first.topic(), first.partition()
+            end = start + 1
+            while end < n:
+                msg = msgs[end]
+                if msg.partition() != partition or msg.topic() != topic or msg.error() is not None:
+                    break
+                end += 1
+            part = self._parts.get((topic, partition))
+            if part is not None and part.opened and not part.until:
+                self._take(part, msgs[start:end] if start or end < n else msgs)
+            start = end
+
+    def _take(self, part: SinkPartition, msgs: list[Message]) -> None:
+        """Add a run of one partition's messages to its batch (or its dead letters); a full
+        batch is written at once. Messages before the partition's position (fetched before a
+        seek) are passed over."""
+        topic, decode, batch = part.topic, self._decoders[part.topic], part.batch
+        prefix, full = f"{topic}/{part.partition}/", self.batch
+        for msg in msgs:
+            offset = msg.offset()
+            if offset < part.position:
+                continue
+            try:
+                record = decode_record(
+                    decode, topic, msg.key(), msg.value(), msg.timestamp()[1], msg.headers(),
+                    prefix, offset,
+                )  # fmt: skip
+            except BadRecord as bad:
+                part.letters.append((msg, bad))
+            except Retry as error:  # the Schema Registry away: not the record's fault
+                self._hold(part, error, offset)
+                return
+            else:
+                batch.append((msg, record))
+            part.next_offset = part.position = offset + 1
+            if len(batch) >= full:
+                self._flush(part)
+                if part.until:  # held: the rest is read again after the resume
+                    return
+                batch = part.batch
 
     def _flush(self, part: SinkPartition) -> None:
         """Write the partition's batch with its next offset (the module's docstring says in
