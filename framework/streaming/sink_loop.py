@@ -285,7 +285,7 @@ class SinkMembership:
 
     def _open_waiting(self) -> None:
         """Ask the sink where each newly assigned partition stands, read it from there."""
-        now = time.monotonic()
+        now, opened = time.monotonic(), []
         for part in list(self._parts.values()):
             if part.opened or part.until > now:
                 continue
@@ -304,8 +304,10 @@ class SinkMembership:
                 except KafkaException as error:
                     raise Rejoin(f"seeking {part.topic}[{part.partition}]: {error}") from None
             self._consumer.resume([part.tp])
-            log.info("%s: assigned %s[%d] at %s", self.spec.group, part.topic, part.partition,
-                     "the group's offset" if start is None else start)  # fmt: skip
+            where = "the group's offset" if start is None else start
+            opened.append(f"{part.topic}[{part.partition}] at {where}")
+        if opened:
+            log.info("%s: assigned %s", self.spec.group, ", ".join(opened))
 
     def _hold(self, part: SinkPartition, error: BaseException, resume_at: int | None) -> None:
         """Pause the partition, its batch kept, and retry after a backoff; reading goes on at

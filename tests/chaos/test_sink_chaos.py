@@ -28,6 +28,7 @@ from tests.support_sink import TOTALS_TABLE, OrdersSink, kill_stopped, send_raw,
 
 FULL = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
 ORDERS = 5_000 if FULL else 400
+AMOUNTS = 5_000 if FULL else 600
 BATCH = 50 if FULL else 20
 STEPS = ("before-transaction", "in-transaction", "after-commit")
 AT_BATCHES = (2, 5, 9) if FULL else (2,)
@@ -118,26 +119,35 @@ def test_an_upsert_sink_fed_by_a_computation_under_sigkill_ends_at_the_changelog
     amounts = f"{case.prefix}amounts"
     rng = random.Random(11)
     truth: dict[str, int] = {}
-    stop = threading.Event()
+    stop, killed = threading.Event(), threading.Event()
 
-    def feed() -> None:  # ORDERS records in batches of 50 every 0.1 s, as the kills land
-        for _ in range(ORDERS // 50):
-            if stop.is_set():
-                return
-            batch = [(f"k{rng.randrange(30)}", rng.randrange(1, 100)) for _ in range(50)]
+    def feed() -> None:  # AMOUNTS records, 50 every 0.1 s, then 5 at a time until the kills end
+        sent = 0
+        while (sent < AMOUNTS or not killed.is_set()) and not stop.is_set():
+            batch = [
+                (f"k{rng.randrange(30)}", rng.randrange(1, 100))
+                for _ in range(50 if sent < AMOUNTS else 5)
+            ]
             for key, amount in batch:
                 truth[key] = truth.get(key, 0) + amount
             produce(kafka, amounts, [(k, {"amount": a}, None) for k, a in batch])
+            sent += len(batch)
             time.sleep(0.1)
 
+    def progress() -> int:  # records the table's rows count
+        return case.query("SELECT coalesce(sum(n), 0) FROM {table}")[0][0]
+
     feeding = threading.Thread(target=feed, daemon=True)
-    job = case.job().start().wait_working(2)
+    job = case.job().start().wait_working(2)  # the computation and the sink
     feeding.start()
     try:
         for _ in range(3 if FULL else 1):
-            time.sleep(rng.uniform(0.5, 2.0))
+            done = progress()  # kill while both work: the sink has written since
+            wait_for(lambda d=done: progress() > d, 60, what="the sink to write")
+            time.sleep(rng.uniform(0.1, 0.6))
             job.kill()
             job = case.job().start()
+        killed.set()
         feeding.join(120)
         wait_for(
             lambda: dict(case.query("SELECT key, total FROM {table}")) == truth,
