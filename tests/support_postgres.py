@@ -134,6 +134,8 @@ class Postgres:
 @contextmanager
 def shared_postgres() -> Iterator[Postgres]:
     """The checkout's test server, started if needed, with a lease for this process."""
+    from framework.jvm.process import alive
+
     server = Postgres(_home())
     server.home.mkdir(parents=True, exist_ok=True)
     os.chmod(server.home, 0o755)
@@ -151,7 +153,7 @@ def shared_postgres() -> Iterator[Postgres]:
     finally:
         with _locked(server.home):
             lease.unlink(missing_ok=True)
-            others = [p for p in leases.iterdir() if _alive(int(p.name))]
+            others = [p for p in leases.iterdir() if alive(int(p.name))]
             for stale in set(leases.iterdir()) - set(others):
                 stale.unlink(missing_ok=True)
             if not others:
@@ -178,16 +180,6 @@ def _locked(home: Path) -> Iterator[None]:
     with open(home / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def wait_ready(server: Postgres, timeout: float = 60) -> None:

@@ -69,12 +69,7 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
             owners = _owners(admin, spec.group)
             consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
             try:
-                tps = [
-                    TopicPartition(t, p)
-                    for t in spec.consumed_topics
-                    if t in existing
-                    for p in sorted(existing[t].partitions)
-                ]
+                tps = _partitions(spec.consumed_topics, existing)
                 for c in consumer.committed(tps, timeout=30) if tps else ():
                     mark = channels.latest(spec.watermarks, _producer(spec, c.topic, c.partition))
                     low = None if mark is None or mark.watermark == MIN_TIME else mark.watermark
@@ -110,12 +105,7 @@ def _sink_rows(
     owners = _owners(admin, sink.group)
     consumer = Consumer(consumer_config(bootstrap, reader=sink.group, extra=kafka))
     try:
-        tps = [
-            TopicPartition(t, p)
-            for t in sink.consumed_topics
-            if t in existing
-            for p in sorted(existing[t].partitions)
-        ]
+        tps = _partitions(sink.consumed_topics, existing)
         return [
             Status(
                 sink.name,
@@ -131,6 +121,16 @@ def _sink_rows(
         ]
     finally:
         consumer.close()
+
+
+def _partitions(topics: list[str], existing: dict) -> list[TopicPartition]:
+    """Every partition of those of `topics` that exist."""
+    return [
+        TopicPartition(t, p)
+        for t in topics
+        if t in existing
+        for p in sorted(existing[t].partitions)
+    ]
 
 
 def _producer(spec: ComputationSpec, topic: str, partition: int) -> str:

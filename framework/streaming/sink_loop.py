@@ -35,7 +35,7 @@ from framework.core.metrics import COMMITS, CONSUMER_LAG, HELD_PARTITIONS, REBAL
 from framework.core.pipeline import Pipeline
 from framework.core.sink_spec import SinkSpec
 from framework.errors import BadRecord, ConfigurationError, Fatal, Rejoin, Retry
-from framework.kafka.errors import group_event, reaching_kafka
+from framework.kafka.errors import reaching_kafka
 from framework.kafka.groups import commit_metadata
 from framework.kafka.limits import TopicLimits
 from framework.kafka.output import dead_letter_record
@@ -44,6 +44,7 @@ from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.stream_codecs import stream_decoder
 from framework.sinks.protocol import DEFAULT_BATCH, Fenced, Refused, Sink
 from framework.sinks.stops import stop_at
+from framework.streaming.fetched_runs import partition_runs
 from framework.streaming.holds import backoff
 from framework.streaming.membership import Pace
 
@@ -161,27 +162,11 @@ class SinkMembership:
                 self._report()
 
     def _take_all(self, msgs: list[Message]) -> None:
-        """Hand each run of consecutive messages of one partition (what a fetch returns) to
-        `_take`: the partition is looked up once a run."""
-        start, n = 0, len(msgs)
-        while start < n:
-            first = msgs[start]
-            err = first.error()
-            if err is not None:
-                group_event(err)
-                start += 1
-                continue
-            topic, partition = first.topic(), first.partition()
-            end = start + 1
-            while end < n:
-                msg = msgs[end]
-                if msg.partition() != partition or msg.topic() != topic or msg.error() is not None:
-                    break
-                end += 1
+        """Hand each run of one partition's messages to `_take`."""
+        for topic, partition, run in partition_runs(msgs):
             part = self._parts.get((topic, partition))
             if part is not None and part.opened and not part.until:
-                self._take(part, msgs[start:end] if start or end < n else msgs)
-            start = end
+                self._take(part, run)
 
     def _take(self, part: SinkPartition, msgs: list[Message]) -> None:
         """Add a run of one partition's messages to its batch (or its dead letters); a full
