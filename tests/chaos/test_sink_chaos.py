@@ -16,8 +16,6 @@ import json
 import os
 import random
 import signal
-import threading
-import time
 
 import pytest
 
@@ -29,6 +27,7 @@ from tests.support_sink import TOTALS_TABLE, OrdersSink, kill_stopped, send_raw,
 FULL = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
 ORDERS = 5_000 if FULL else 400
 AMOUNTS = 5_000 if FULL else 600
+KILLS = 4 if FULL else 2
 BATCH = 50 if FULL else 20
 STEPS = ("before-transaction", "in-transaction", "after-commit")
 AT_BATCHES = (2, 5, 9) if FULL else (2,)
@@ -112,6 +111,8 @@ def test_a_zombie_cannot_commit(kafka, postgres, tmp_path):
 def test_an_upsert_sink_fed_by_a_computation_under_sigkill_ends_at_the_changelog(
     kafka, postgres, tmp_path
 ):
+    """The computation runs on in a process of its own while its sink is SIGKILLed inside
+    a transaction, at a different batch each time, as updates of the same keys flow."""
     case = OrdersSink(
         kafka, tmp_path, postgres.dsn(), batch=BATCH, ddl=TOTALS_TABLE,
         factory="tests.integration.sink_job:totals_sink",
@@ -119,44 +120,35 @@ def test_an_upsert_sink_fed_by_a_computation_under_sigkill_ends_at_the_changelog
     amounts = f"{case.prefix}amounts"
     rng = random.Random(11)
     truth: dict[str, int] = {}
-    stop, killed = threading.Event(), threading.Event()
-
-    def feed() -> None:  # AMOUNTS records, 50 every 0.1 s, then 5 at a time until the kills end
-        sent = 0
-        while (sent < AMOUNTS or not killed.is_set()) and not stop.is_set():
-            batch = [
-                (f"k{rng.randrange(30)}", rng.randrange(1, 100))
-                for _ in range(50 if sent < AMOUNTS else 5)
-            ]
+    batches = [
+        [(f"k{rng.randrange(30)}", rng.randrange(1, 100)) for _ in range(50)]
+        for _ in range(AMOUNTS // 50)
+    ]
+    computation = case.job("c", computations=["totals"]).start()
+    sink = None
+    try:
+        for n, batch in enumerate(batches):
             for key, amount in batch:
                 truth[key] = truth.get(key, 0) + amount
             produce(kafka, amounts, [(k, {"amount": a}, None) for k, a in batch])
-            sent += len(batch)
-            time.sleep(0.1)
-
-    def progress() -> int:  # records the table's rows count
-        return case.query("SELECT coalesce(sum(n), 0) FROM {table}")[0][0]
-
-    feeding = threading.Thread(target=feed, daemon=True)
-    job = case.job().start().wait_working(2)  # the computation and the sink
-    feeding.start()
-    try:
-        for _ in range(3 if FULL else 1):
-            done = progress()  # kill while both work: the sink has written since
-            wait_for(lambda d=done: progress() > d, 60, what="the sink to write")
-            time.sleep(rng.uniform(0.1, 0.6))
-            job.kill()
-            job = case.job().start()
-        killed.set()
-        feeding.join(120)
+            if n % (len(batches) // KILLS) == 0:  # a sink that dies at its next batch
+                if sink is not None:
+                    wait_stopped(sink)
+                    kill_stopped(sink)
+                stop_at = {"LOGWHEEL_SINK_STOP_AT": f"in-transaction:{rng.randint(1, 3)}"}
+                sink = case.job("s", computations=["db"], env=stop_at).start()
+        wait_stopped(sink)
+        kill_stopped(sink)
+        sink = case.job("s", computations=["db"]).start()
         wait_for(
             lambda: dict(case.query("SELECT key, total FROM {table}")) == truth,
             120,
             what="the table's totals to reach the input's",
         )
     finally:
-        stop.set()
-        job.stop()
+        for job in (computation, sink):
+            if job is not None:
+                job.stop()
     changelog = _latest(kafka, f"{case.pipeline.name}.totals.changelog")
     rows = {k: (t, n) for k, t, n in case.query("SELECT key, total, n FROM {table}")}
     assert rows == {k: (v["total"], v["n"]) for k, v in changelog.items()}
