@@ -1,12 +1,13 @@
 """PostgreSQL as a sink, exactly once, on psycopg 3.
 
-Each batch of a partition is one transaction: first the partition's row of
+Each batch of a partition is one transaction: the rows go in (COPY when appending; INSERT ...
+ON CONFLICT DO UPDATE through psycopg's pipelined `executemany` when upserting, the last record
+of a key in the batch winning), then the partition's row of
 `logwheel_sink_offsets(sink, topic, partition, next_offset, epoch)` is moved to the batch's
-next offset — only if its epoch is still the one this instance's `open` set, which both
-fences a replaced instance (a zombie: its UPDATE matches no row) and, holding the row's lock,
-orders it after any other writer of the partition — then the rows go in (COPY when appending;
-INSERT ... ON CONFLICT DO UPDATE through psycopg's pipelined `executemany` when upserting, the
-last record of a key in the batch winning), then COMMIT. `open` bumps the epoch and reads the
+next offset and the transaction committed, in one round trip — the move only if the row's
+epoch is still the one this instance's `open` set, else the transaction fails before its
+COMMIT: a replaced instance (a zombie) commits nothing. Three round trips a batch (BEGIN, COPY,
+move-and-COMMIT), as many as a hand-written loop's. `open` bumps the epoch and reads the
 next offset in one statement, so the database, not the consumer group, says where to resume.
 
 A batch the database refuses is written again row by row inside one transaction (each in a
@@ -27,6 +28,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import TransactionStatus
 
 from framework.core.api import Record
 from framework.errors import ConfigurationError, LogwheelError
@@ -58,8 +60,11 @@ _OPEN = f"""INSERT INTO {OFFSETS_TABLE} AS o (sink, topic, partition, next_offse
     VALUES (%s, %s, %s, NULL, 1)
     ON CONFLICT (sink, topic, partition) DO UPDATE SET epoch = o.epoch + 1
     RETURNING next_offset, epoch"""
-_ADVANCE = f"""UPDATE {OFFSETS_TABLE} SET next_offset = %s
-    WHERE sink = %s AND topic = %s AND partition = %s AND epoch = %s"""
+_ADVANCE_AND_COMMIT = sql.SQL(
+    f"""WITH moved AS (UPDATE {OFFSETS_TABLE} SET next_offset = {{}}
+        WHERE sink = {{}} AND topic = {{}} AND partition = {{}} AND epoch = {{}} RETURNING 1)
+    SELECT 1 / count(*) FROM moved; COMMIT"""
+)
 
 
 class _Rollback(LogwheelError):
@@ -155,13 +160,14 @@ class PostgresSink:
             rows = self._last_per_key(rows)
         conn = self._connection()
         try:
-            with conn.transaction():
-                self._advance(conn, topic, partition, next_offset, epoch)
-                self._insert(conn, [r for _, r in rows] if self.mode == "upsert" else rows)
-                stop_at("in-transaction")
-        except (Fenced, Refused):
-            raise
+            conn.execute("BEGIN")
+            self._insert(conn, [r for _, r in rows] if self.mode == "upsert" else rows)
+            stop_at("in-transaction")
+            self._advance_and_commit(conn, topic, partition, next_offset, epoch)
         except Exception as error:
+            self._roll_back(conn)
+            if isinstance(error, Fenced):
+                raise
             if not row_fault(error):
                 raise self._unavailable(error) from None
             indexed = rows if self.mode == "upsert" else list(enumerate(rows))
@@ -218,15 +224,30 @@ class PostgresSink:
                 ) from None
         self._checked = True
 
-    def _advance(
+    def _advance_and_commit(
         self, conn: psycopg.Connection, topic: str, partition: int, next_offset: int, epoch: int
     ) -> None:
-        """Move the partition's offset, first in the transaction (taking its row's lock); Fenced
-        if another `open` bumped the epoch since ours."""
-        cur = conn.execute(_ADVANCE, (next_offset, self.name, topic, partition, epoch))
-        if cur.rowcount != 1:
+        """Move the partition's offset and commit, in one round trip; `Fenced` (nothing
+        committed) if another `open` bumped the epoch since ours: the UPDATE then moves no row
+        and the division by that count fails the transaction before its COMMIT. The UPDATE
+        takes the row's lock, so of two writers of a partition only the one whose epoch is
+        current gets past it."""
+        statement = _ADVANCE_AND_COMMIT.format(
+            *map(sql.Literal, (next_offset, self.name, topic, partition, epoch))
+        )
+        try:
+            conn.execute(statement)
+        except psycopg.errors.DivisionByZero:
             self._epochs.pop((topic, partition), None)
-            raise Fenced(f"{self.name}: {topic}[{partition}] was opened by another instance")
+            raise Fenced(
+                f"{self.name}: {topic}[{partition}] was opened by another instance"
+            ) from None
+
+    def _roll_back(self, conn: psycopg.Connection) -> None:
+        """End a failed transaction, if the connection still has one."""
+        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("ROLLBACK")
 
     def _insert(self, conn: psycopg.Connection, rows: list[dict[str, Any]]) -> None:
         if not rows:
