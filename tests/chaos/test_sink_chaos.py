@@ -27,7 +27,7 @@ from tests.support_sink import TOTALS_TABLE, OrdersSink, kill_stopped, send_raw,
 FULL = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
 ORDERS = 5_000 if FULL else 400
 AMOUNTS = 5_000 if FULL else 600
-KILLS = 4 if FULL else 2
+KILLS = 4 if FULL else 1
 BATCH = 50 if FULL else 20
 STEPS = ("before-transaction", "in-transaction", "after-commit")
 AT_BATCHES = (2, 5, 9) if FULL else (2,)
