@@ -56,14 +56,16 @@ $(REGISTRY_JARS)/.stamp: framework/jvm/registry/pom.xml $(wildcard framework/jvm
 
 # The sink's tests and bench run Debian's PostgreSQL server (tests/support_postgres.py starts one
 # as the postgres user on a free port): installed here where its binaries are missing, without
-# the package's own cluster (the tests make theirs). apt-get needs root, as CI runs.
+# the package's own cluster (the tests make theirs; the createcluster.conf written first is
+# kept over the package's). apt-get needs root, as CI runs.
 PG_INITDB := $(wildcard /usr/lib/postgresql/*/bin/initdb)
 postgres:
 ifeq ($(PG_INITDB),)
 	mkdir -p /etc/postgresql-common
 	echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql
 endif
 
 test: venv jars lint postgres
