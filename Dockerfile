@@ -11,23 +11,25 @@
 # the digest from `docker buildx imagetools inspect image:tag`) where you build for production;
 # this repository was written without registry access to look the digests up.
 
+# BASE: any image with Python 3.11 whose `python` and `pip` are on PATH. Where no registry
+# answers, ops/containers/base-image.sh makes one from Debian's packages (`make image`).
+# PIP_CERT secret: a CA bundle for an index behind a TLS-inspecting proxy (`--secret
+# id=pip-cert,src=/etc/ssl/certs/ca-certificates.crt`); without it pip trusts its own.
+ARG BASE=python:3.11-slim
+
 # -- wheel: logwheel built as pip builds it for an index: the images install it, not a checkout
-FROM python:3.11-slim AS wheel
+FROM ${BASE} AS wheel
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY framework framework
 COPY changelog changelog
 COPY jobs jobs
-RUN pip wheel --no-cache-dir --no-deps -w /dist .
-
-# -- the Spark connector's jars, from the pom an installed logwheel fetches them with ----------
-FROM maven:3.9-eclipse-temurin-17 AS spark-jars
-COPY framework/jvm/spark-kafka/pom.xml /src/pom.xml
-RUN mvn -q -B -f /src/pom.xml org.apache.maven.plugins:maven-dependency-plugin:2.8:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory=/jars/spark-kafka
+RUN --mount=type=secret,id=pip-cert \
+    if [ -s /run/secrets/pip-cert ]; then export PIP_CERT=/run/secrets/pip-cert; fi \
+    && pip wheel --no-cache-dir --no-deps -w /dist .
 
 # -- job: the streaming runtime, no JVM ---------------------------------------------------
-FROM python:3.11-slim AS job
+FROM ${BASE} AS job
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -35,12 +37,20 @@ ENV PYTHONUNBUFFERED=1 \
     LOGWHEEL_LOG_FORMAT=json \
     LOGWHEEL_METRICS_PORT=9100 \
     LOGWHEEL_METRICS_ADDR=0.0.0.0
+# The dependencies first, read from pyproject.toml alone: a change to logwheel's code reuses
+# this layer (the slow one) and reinstalls only the wheel below.
+COPY pyproject.toml /tmp/pyproject.toml
+RUN --mount=type=secret,id=pip-cert \
+    if [ -s /run/secrets/pip-cert ]; then export PIP_CERT=/run/secrets/pip-cert; fi \
+    && python -c "import tomllib; print('\n'.join(tomllib.load(open('/tmp/pyproject.toml', \
+'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt && rm /tmp/pyproject.toml /tmp/requirements.txt \
+    && useradd --system --uid 10001 --home-dir /state --shell /usr/sbin/nologin logwheel \
+    && mkdir -p /state && chown logwheel /state
 COPY --from=wheel /dist /dist
 # Installed from the wheel, not editable: the image carries no checkout (logwheel's own schemas
 # are package data). The demo jobs' schemas are ./schemas of the working directory.
-RUN pip install /dist/logwheel-*.whl \
-    && useradd --system --uid 10001 --home-dir /state --shell /usr/sbin/nologin logwheel \
-    && mkdir -p /state && chown logwheel /state
+RUN pip install --no-deps /dist/logwheel-*.whl && pip check
 WORKDIR /app
 COPY schemas schemas
 USER logwheel
@@ -56,12 +66,19 @@ sys.exit(0) if not p else u.urlopen(f'http://127.0.0.1:{p}/metrics', timeout=4)"
 ENTRYPOINT ["logwheel"]
 CMD ["--help"]
 
+# -- the Spark connector's jars, from the pom an installed logwheel fetches them with ----------
+FROM maven:3.9-eclipse-temurin-17 AS spark-jars
+COPY framework/jvm/spark-kafka/pom.xml /src/pom.xml
+RUN mvn -q -B -f /src/pom.xml org.apache.maven.plugins:maven-dependency-plugin:2.8:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory=/jars/spark-kafka
+
 # -- backfill: Java and the connector jars for Spark ------------------------------------------
 FROM job AS backfill
 USER root
-RUN apt-get update \
+RUN --mount=type=secret,id=pip-cert apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && rm -rf /var/lib/apt/lists/* \
+    && { if [ -s /run/secrets/pip-cert ]; then export PIP_CERT=/run/secrets/pip-cert; fi; } \
     && pip install "$(ls /dist/logwheel-*.whl)[spark]"
 COPY --from=spark-jars /jars/spark-kafka /opt/logwheel/jars/spark-kafka
 ENV LOGWHEEL_SPARK_JARS=/opt/logwheel/jars/spark-kafka

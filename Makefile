@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 4
 
 .DEFAULT_GOAL := help
-.PHONY: help venv jars postgres test demo enrich-demo chaos soak bench lint broker broker-stop
+.PHONY: help venv jars postgres browser image test demo enrich-demo chaos soak bench lint broker broker-stop
 
 help:
 	@echo "make demo         Zeitgeist on the embedded broker: planted spike and dip found, nothing else"
@@ -28,7 +28,9 @@ help:
 	@echo "make venv         .venv with logwheel installed editable, with its test extras"
 	@echo "make jars         the Kafka broker's, Spark's Kafka connector's and the Schema Registry's jars"
 	@echo "make postgres     Debian's PostgreSQL server binaries, for the sink's tests and bench"
+	@echo "make browser      Debian's chromium, for the dashboard's browser test (apt-get, as root)"
 	@echo "make broker       start the embedded broker;  make broker-stop  stops it"
+	@echo "make image        podman, the local Debian base image (once) and the job image logwheel:latest"
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: pyproject.toml
@@ -64,11 +66,24 @@ ifeq ($(PG_INITDB),)
 	mkdir -p /etc/postgresql-common
 	echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
 		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql
 endif
 
-test: venv jars lint postgres
+# The dashboard's test drives Debian's chromium through Playwright (whose own browser download
+# is not reachable here): installed when missing, as root; otherwise that test is skipped, saying so.
+browser:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq chromium) \
+	      || echo "make browser: could not install chromium; the dashboard's browser test is skipped" >&2; \
+	  else \
+	    echo "make browser: no chromium: run 'apt-get install -y chromium' as root, else the dashboard's browser test is skipped" >&2; \
+	  fi; }
+
+test: venv jars lint browser postgres
+	@ops/containers/base-image.sh --exists >/dev/null 2>&1 || $(MAKE) image \
+		|| echo "make test: no container image (see above): the container tests say why they skip"
 	$(PY) -m framework.cli schemas check
 	$(PY) -m pytest -q -ra --durations=10 -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS) tests
 
@@ -83,7 +98,8 @@ enrich-demo: venv jars
 # The chaos suite at full size, ten fresh brokers in a row, the clean shutdown under load and
 # the fresh-cache jar build (a 136 MB build): every figure with an aim printed beside it.
 CHAOS_TESTS := tests/chaos tests/integration/test_broker_ready.py \
-	tests/integration/test_shutdown.py tests/integration/test_jars.py
+	tests/integration/test_shutdown.py tests/integration/test_jars.py \
+	tests/integration/test_job_containers.py tests/integration/test_containers.py
 chaos: venv jars postgres
 	LOGWHEEL_CHAOS_FULL=1 LOGWHEEL_TEST_JAR_BUILD=1 \
 		$(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) $(CHAOS_TESTS)
@@ -93,6 +109,15 @@ soak: venv jars
 
 bench: venv jars postgres
 	LOGWHEEL_BENCH_PEERS=$${LOGWHEEL_BENCH_PEERS-1} $(PY) bench/run_all.py
+
+# Jobs as containers with podman (README "Containers"): podman, runc and debootstrap from
+# Debian when missing, the Debian base image made with debootstrap (once per machine, about a
+# minute; ops/containers/base-image.sh) and the job image built on it from the Dockerfile.
+image:
+	@command -v podman >/dev/null && command -v runc >/dev/null && command -v debootstrap >/dev/null \
+		|| { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq podman runc debootstrap; } \
+		|| { echo "make image: install podman, runc and debootstrap (as root: apt-get install podman runc debootstrap)" >&2; exit 1; }
+	ops/containers/build-image.sh localhost/logwheel:latest
 
 lint: venv
 	$(VENV)/bin/ruff check .

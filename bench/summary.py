@@ -186,6 +186,18 @@ def sink(report: dict) -> str:
     )
 
 
+def query(report: dict) -> str:
+    head = ["kind", "clients", "queries", "p50 ms", "p99 ms", "queries/s"]
+    return f"State queries under {report['rate']} clicks/s, {report['keys']} keys:\n\n" + markdown(
+        head,
+        (
+            [r["kind"], r["clients"], r["queries"], n(r["p50"], ".2f"), n(r["p99"], ".2f")]
+            + [n(r["queries_per_s"], ",.0f")]
+            for r in report["rows"]
+        ),
+    )
+
+
 RENDER: dict[str, Callable[[dict], str]] = {
     "throughput": throughput,
     "scaling": scaling,
@@ -194,6 +206,7 @@ RENDER: dict[str, Callable[[dict], str]] = {
     "watermark_lag": watermark_lag,
     "windowed": windowed,
     "idle": idle,
+    "query": query,
     "sink": sink,
 }
 

@@ -282,7 +282,8 @@ def resolve_ranges(
 def input_topics(spec: ComputationSpec) -> dict[str, tuple[str, bool]]:
     """Every topic a backfill of `spec` reads, with the input stream it carries and whether its
     Kafka key is the computation's key (`Range.stream`, `Range.keyed`): each input stream,
-    and the `.by-key` topic of each input it re-keys."""
+    and the `.by-key` topic of each input it re-keys. Not its replay topic: dead letters sent
+    back by `logwheel dlq replay` wait there, their offsets untouched, for `logwheel run`."""
     topics = {}
     for i in spec.inputs:
         topics[i.stream] = (i.stream, i.key is None)

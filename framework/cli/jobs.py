@@ -79,6 +79,14 @@ def register_run(commands: argparse._SubParsersAction) -> None:
         help="keep warm replicas of the N partitions after each owned one, so taking them "
         "over restores only the tail (0)",
     )
+    parser.add_argument(
+        "--serve",
+        default=os.environ.get("LOGWHEEL_SERVE") or None,
+        metavar="[HOST:]PORT",
+        help="answer queries of the computations' state on HOST:PORT (HOST 127.0.0.1 unless "
+        "given; several computations: PORT, PORT+1, ...; 0: free ports, found through the "
+        "group; [serve] in --config: TLS, token; else LOGWHEEL_SERVE; default off)",
+    )
     add_bootstrap(parser)
     parser.set_defaults(func=run)
 
@@ -102,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         instance_id=args.instance_id,
         log_format=args.log_format,
         commit_interval_ms=args.commit_interval_ms,
+        serve=args.serve,
     )
 
 

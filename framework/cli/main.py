@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from framework.cli.acls import register_acls
 from framework.cli.broker import register_broker
 from framework.cli.data import register_changelog, register_schemas
+from framework.cli.dlq import register_dlq
 from framework.cli.jobs import (
     register_backfill,
     register_graph,
@@ -26,6 +27,8 @@ from framework.cli.jobs import (
 )
 from framework.cli.jvm import register_jars
 from framework.cli.registry import register_registry
+from framework.cli.state import register_state
+from framework.cli.ui import register_ui
 from framework.errors import ConfigurationError, Fatal, Retry
 
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigurationError, Fatal, Retry)
@@ -42,6 +45,9 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_schemas,
     register_acls,
     register_jars,
+    register_ui,
+    register_state,
+    register_dlq,
 ]
 
 

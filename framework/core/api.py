@@ -106,3 +106,10 @@ class Computation:
         """Called for a record whose timestamp is below the input low watermark on arrival.
 
         The default drops it; the runtime counts it either way."""
+
+    def queried_state(self, state: Any) -> Any:
+        """What a query of a key's state answers (`logwheel run --serve`: the `value` of
+        `GET /state/<computation>/<key>`), given the key's committed state document. The
+        default answers the document as it is; a computation whose state is internal
+        bookkeeping (windows, joins) answers it in a documented shape."""
+        return state

@@ -33,6 +33,7 @@ RecordNameStrategy), or `<topic>-<record full name>` ("topic_record",
 TopicRecordNameStrategy). Readers resolve schemas by id, whatever the strategy."""
 INTERNAL_KINDS = ("changelog", "timers", "watermarks", "dlq", "ids", "replay", "replayed")
 INTERNAL_KINDS += ("backfill",)  # a computation's backfill plans (framework/backfill/plan.py)
+INTERNAL_KINDS += ("serving",)  # where its instances answer queries (framework/query/directory.py)
 """The last part of every topic a computation, injector or sink keeps for itself under
 `<pipeline>.<owner>.` (CONTRACT.md, Topics); a re-keyed input's topic is
 `<pipeline>.<computation>.<stream>.by-key`."""

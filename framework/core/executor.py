@@ -77,6 +77,7 @@ class Executor:
         self.input_watermark: int = MIN_TIME
         self.strict_watermark: int = MIN_TIME
         self.late_records = 0
+        self._replaying = False  # running a replayed dead letter: never late
         self.percentile_late = 0  # late by input_watermark, on time by strict_watermark
         self._percentile = spec.low_watermark is not None
         self._state = KeyedState(
@@ -150,9 +151,25 @@ class Executor:
         self._run(record, source)  # a Retry goes up before the id is remembered: it runs again
         ids.remember(record.key, rid, h, record.timestamp)
 
+    def process_replayed(self, record: Record, source: Any = None) -> None:
+        """Run the hook of a dead letter sent back by `logwheel dlq replay`: as `process`,
+        except that it is never late (its time may lie far behind the watermark: it is
+        processed, not dropped) and never a duplicate (the replay topic carries each dead
+        letter once, and its id was seen when it first failed). A computation that judges
+        lateness itself (windows) still does: a window that closed stays closed."""
+        self._replaying = True
+        try:
+            self._run(record, source)
+        finally:
+            self._replaying = False
+
     def _run(self, record: Record, source: Any = None) -> None:
         """`process` past its dedup step (all of it without dedup)."""
-        if record.timestamp < self.input_watermark and not self._judges_lateness:
+        if (
+            record.timestamp < self.input_watermark
+            and not self._judges_lateness
+            and not self._replaying
+        ):
             if self._on_late is None:
                 self._late(record, None, source)
                 return

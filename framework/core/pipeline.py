@@ -90,6 +90,9 @@ class ComputationSpec:
     hook_timeout_ms: int = DEFAULT_HOOK_TIMEOUT_MS
     """How long one hook call may run before it is abandoned and its record dead-lettered at
     stage "timeout" (framework/streaming/watchdog.py)."""
+    kind: str = "computation"
+    """What declared it, for pictures of the graph (`logwheel graph`, `logwheel ui`):
+    "computation", "window" (`windowed`), ..."""
 
     @property
     def group(self) -> str:
@@ -123,6 +126,17 @@ class ComputationSpec:
     @property
     def dlq(self) -> str:
         return f"{self.group}.dlq"
+
+    @property
+    def replay(self) -> str:
+        """Dead letters sent back by `logwheel dlq replay`: partition p is read by keyed task p
+        beside its inputs (framework/ops/replay.py)."""
+        return f"{self.group}.replay"
+
+    @property
+    def replayed(self) -> str:
+        """The compacted record of which dead letters `logwheel dlq replay` has sent back."""
+        return f"{self.group}.replayed"
 
     def by_key(self, stream: str) -> str:
         return f"{self.group}.{stream}.by-key"
@@ -394,7 +408,7 @@ class Pipeline:
             hook_timeout_ms=hook_timeout_ms,
         )
         self.computations[name] = replace(
-            self.computations[name], on_late=on_late, hold_ms=window.grace_ms
+            self.computations[name], on_late=on_late, hold_ms=window.grace_ms, kind="window"
         )
         return self
 

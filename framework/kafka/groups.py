@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 
 from confluent_kafka.admin import AdminClient
 
@@ -37,3 +38,22 @@ def refuse_live_members(admin: AdminClient, spec: ComputationSpec, then: str = "
 def commit_metadata(instance: str) -> str:
     """What a commit of input offsets carries for `logwheel status`: when, and by whom."""
     return json.dumps({"committed_at": now_ms(), "instance": instance})
+
+
+def member_client_id(standby: int) -> str:
+    """The `client.id` of a computation's group member: it says how many standby replicas the
+    member keeps, so `logwheel ui` can tell from the group which instances hold which."""
+    return f"logwheel-standby-{standby}"
+
+
+def standby_count(client_id: str | None) -> int:
+    """What `member_client_id` encoded (0 for a member that says nothing)."""
+    head, _, n = (client_id or "").rpartition("-")
+    return int(n) if head == "logwheel-standby" and n.isdigit() else 0
+
+
+def standby_partitions(owned: Iterable[int], standby: int, count: int) -> set[int]:
+    """The partitions a member owning `owned` (of `count`) keeps warm replicas of: the
+    `standby` partitions after each owned one, modulo the count, that it does not own."""
+    mine = set(owned)
+    return {(p + k) % count for p in mine for k in range(1, standby + 1)} - mine

@@ -21,6 +21,7 @@ from framework.errors import BadRecord
 from framework.kafka.collector import ID_HEADER, RESERVED_PREFIX, Collector, Outgoing
 from framework.kafka.limits import TopicLimits
 from framework.kafka.registry_settings import RegistrySettings
+from framework.kafka.replays import REPLAY_HEADERS
 from framework.kafka.stream_codecs import stream_encoder
 from framework.serde.codecs import encode_json
 
@@ -46,13 +47,16 @@ class Source(Protocol):
     def headers(self) -> list[tuple[str, bytes | None]] | None: ...
 
 
-def foreign(headers: list[tuple[str, bytes | None]] | None) -> list[tuple[str, bytes | None]]:
-    """A record's headers without those in logwheel's namespace but its id: what a dead letter
-    keeps of them, after its own, so none of its own can be shadowed or forged."""
+def foreign(
+    headers: list[tuple[str, bytes | None]] | None, trusted: frozenset[str] = frozenset()
+) -> list[tuple[str, bytes | None]]:
+    """A record's headers without those in logwheel's namespace but its id (and the `trusted`
+    ones, read where only logwheel writes them): what a dead letter keeps of them, after its
+    own, so none of its own can be shadowed or forged."""
     return [
         (name, value)
         for name, value in headers or ()
-        if name == ID_HEADER or not name.startswith(RESERVED_PREFIX)
+        if name == ID_HEADER or name in trusted or not name.startswith(RESERVED_PREFIX)
     ]
 
 
@@ -63,16 +67,19 @@ def dead_letter_record(
     stage: str,
     source: Source | None,
     record: Record | None,
+    replay: str | None = None,
 ) -> Outgoing:
     """The dead letter of a bad record: the original key, value and headers of its `source`
     (or, for a timer's firing, which has none, the `record`'s key, its value as JSON and its
-    time), after the error headers. A value too large for the dead-letter topic is cut to
-    fit, its size in `logwheel.error.truncated`; a timestamp the topic would refuse becomes
-    the broker's time: a dead letter is kept whatever it carries."""
+    time), after the error headers; one read from `replay`, the computation's replay topic,
+    keeps what it replays (framework/kafka/replays.py). A value too large for the dead-letter
+    topic is cut to fit, its size in `logwheel.error.truncated`; a timestamp the topic would
+    refuse becomes the broker's time: a dead letter is kept whatever it carries."""
     if source is not None:
         key, value, timestamp = source.key(), source.value(), source.timestamp()[1]
         where = (source.topic() or "", str(source.partition()), str(source.offset()))
-        kept = foreign(source.headers())
+        replayed = replay is not None and source.topic() == replay
+        kept = foreign(source.headers(), REPLAY_HEADERS if replayed else frozenset())
     else:
         assert record is not None, "a dead letter needs its source or its record"
         key, value, timestamp = record.key.encode(errors="replace"), _json(record), record.timestamp
@@ -109,6 +116,7 @@ class KafkaOutput:
         self.collector = collector
         self.policy = policy
         self.dlq = spec.dlq
+        self.replay = spec.replay
         self.encoders = {s: stream_encoder(pipeline, s, registry) for s in spec.outputs}
 
     def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Outgoing:
@@ -135,7 +143,9 @@ class KafkaOutput:
         says so."""
         if self.policy.admit(stage, error):
             collector = self.collector
-            letter = dead_letter_record(self.dlq, collector.limits, error, stage, source, record)
+            letter = dead_letter_record(
+                self.dlq, collector.limits, error, stage, source, record, self.replay
+            )
             collector.send_all((letter,))
 
 

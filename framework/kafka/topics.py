@@ -51,11 +51,17 @@ DLQ: Mapping[str, str] = dict(DELETE)
 one would lose bad input before the input itself expires."""
 
 
+REPLAY: Mapping[str, str] = {"cleanup.policy": "delete", "retention.ms": "-1"}
+"""Dead letters sent back (`logwheel dlq replay`) keep their original, perhaps old, timestamps:
+a time-bounded retention could delete them before the computation reads them."""
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     """One topic of the plan: its name, partition count and topic-level configs.
 
-    `kind` says what it carries (stream, changelog, timers, watermarks, by-key, dlq);
+    `kind` says what it carries (stream, changelog, timers, watermarks, by-key, dlq, replay,
+    replayed);
     `exact` says its partition count must equal `partitions` because keyed state, a
     co-partitioned reader or a single-partition channel depends on it; `owners` are the
     computations that depend on it (for messages).
@@ -102,6 +108,8 @@ def pipeline_topics(pipeline: Pipeline) -> list[TopicSpec]:
             if i.key is not None:
                 add(TopicSpec(spec.by_key(i.stream), n, dict(DELETE), "by-key", True, owner))
         add(TopicSpec(spec.dlq, 1, dict(DLQ), "dlq", False, owner))
+        add(TopicSpec(spec.replay, n, dict(REPLAY), "replay", True, owner))
+        add(TopicSpec(spec.replayed, 1, dict(COMPACT), "replayed", False, owner))
     for sink in pipeline.sinks.values():
         add(TopicSpec(sink.dlq, 1, dict(DLQ), "dlq", False, (sink.name,)))
     for source in pipeline.sources.values():

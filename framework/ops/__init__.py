@@ -1,5 +1,5 @@
-"""Operating a pipeline: `reset` (reprocessing history), `status` and `graph`, and the ACLs a
-job needs.
+"""Operating a pipeline: `reset` (reprocessing history), `status` and `graph`, the ACLs a
+job needs, and dead letters listed and replayed (`dlq`).
 
 May import: anything but `framework.cli`.
 """

@@ -13,6 +13,12 @@ truncated) and the local state under `--state-dir`; a local store elsewhere noti
 topics at its next start and restores from them instead of bringing old state back.
 Downstream computations keep their own event time: replayed outputs reaching them are late
 unless they are reset too.
+
+Dead letters sent back by `logwheel dlq replay` that wait in `<computation>.replay` are skipped
+(its offsets move to its end, as a `.by-key` topic's): reprocessing the inputs from the chosen
+point runs their originals again with the current code. The dead-letter topic and the record of
+what was replayed (`.replayed`) are kept, even with `--wipe-state`: they tell what failed and
+what was sent back, not the state.
 """
 
 from __future__ import annotations
@@ -122,6 +128,10 @@ def _plan(consumer: Consumer, spec: ComputationSpec, point: str | int) -> list[T
                 tp = TopicPartition(topic, p)
                 low, high = consumer.get_watermark_offsets(tp, 30)
                 offsets.append(TopicPartition(topic, p, offset_at(consumer, tp, where, low, high)))
+    if spec.replay in metadata:  # replays still waiting: their originals are reprocessed
+        for p in sorted(metadata[spec.replay].partitions):
+            _, high = consumer.get_watermark_offsets(TopicPartition(spec.replay, p), 30)
+            offsets.append(TopicPartition(spec.replay, p, high))
     return offsets
 
 

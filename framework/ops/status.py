@@ -20,6 +20,9 @@ from framework.core.sink_spec import SinkSpec
 from framework.core.watermarks import Mark, repartition_producer, task_producer
 from framework.kafka.config import client_config, consumer_config, reader_group
 from framework.kafka.errors import Unreachable
+from framework.ops.holdback import held_back_by, upstream
+from framework.ops.members import group_members, owners
+from framework.ops.topology import to_dot, topology
 from framework.streaming.channels import WatermarkChannels
 
 log = logging.getLogger(__name__)
@@ -39,6 +42,8 @@ class Status:
     owner: str | None  # the group member holding it (its instance id), None: nobody
     percentile_watermark: int | None = None  # what a Percentile computation fires on
     percentile_late: int | None = None  # records late only because of that percentile
+    held_back_by: str | None = None  # the upstream producer whose watermark is the lowest
+    offset: int | None = None  # the committed offset (the next to read); None: no commit
 
 
 _COUNT_LIMIT = 100_000
@@ -46,10 +51,13 @@ _COUNT_LIMIT = 100_000
 and aborted records do not count); larger ones are reported in offsets."""
 
 
-def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> list[Status]:
+def status(
+    pipeline: Pipeline, bootstrap: str, kafka: dict | None = None, now: int | None = None
+) -> list[Status]:
     """Per computation and input partition: the reading task's low watermark and its lag
-    behind wall time, the records yet to read, the last commit and the member that owns it."""
-    now = now_ms()
+    behind wall time (`now`, else the clock), the records yet to read, the last commit, the
+    member that owns it and the upstream producer holding its watermark back."""
+    now = now_ms() if now is None else now
     admin = AdminClient(client_config(bootstrap, kafka))
     existing = admin.list_topics(timeout=30).topics
     reader = reader_group(pipeline.name)
@@ -58,15 +66,17 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
     )
     rows = []
     try:
-        channels.follow(
-            s.watermarks for s in pipeline.computations.values() if s.watermarks in existing
-        )
+        followed = {s.watermarks for s in pipeline.computations.values()}
+        for spec in pipeline.computations.values():  # and the injectors' of its sources
+            for i in spec.inputs:
+                followed.update(upstream(pipeline, spec, i.stream, 0, {})[0])
+        channels.follow(sorted(t for t in followed if t in existing))
         try:
             channels.catch_up(timeout=30, settle=False)
         except Unreachable as error:
             log.warning("watermarks may be behind: %s", error)
         for spec in pipeline.computations.values():
-            owners = _owners(admin, spec.group)
+            owned = owners(group_members(admin, spec.group))
             consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
             try:
                 tps = _partitions(spec.consumed_topics, existing)
@@ -74,6 +84,10 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
                     mark = channels.latest(spec.watermarks, _producer(spec, c.topic, c.partition))
                     low = None if mark is None or mark.watermark == MIN_TIME else mark.watermark
                     firing, late = _percentile(spec, c.topic, mark)
+                    counts = {i.stream: len(existing[i.stream].partitions)
+                              for i in spec.inputs if i.stream in existing}  # fmt: skip
+                    feeds, producers = upstream(pipeline, spec, c.topic, c.partition, counts)
+                    marks = {p: _latest(channels, feeds, p) for p in producers}
                     rows.append(
                         Status(
                             spec.name,
@@ -83,9 +97,11 @@ def status(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> lis
                             None if low is None else now - low,
                             _lag(consumer, c),
                             _committed_at(c.metadata),
-                            owners.get((c.topic, c.partition)),
+                            owned.get((c.topic, c.partition)),
                             firing,
                             late,
+                            held_back_by(marks),
+                            c.offset if c.offset >= 0 else None,
                         )
                     )
             finally:
@@ -102,7 +118,7 @@ def _sink_rows(
 ) -> list[Status]:
     """A sink's partitions: the lag and last commit of its group's offsets (committed after
     each batch the target took), its owners; no watermark."""
-    owners = _owners(admin, sink.group)
+    owned = owners(group_members(admin, sink.group))
     consumer = Consumer(consumer_config(bootstrap, reader=sink.group, extra=kafka))
     try:
         tps = _partitions(sink.consumed_topics, existing)
@@ -115,7 +131,8 @@ def _sink_rows(
                 None,
                 _lag(consumer, c),
                 _committed_at(c.metadata),
-                owners.get((c.topic, c.partition)),
+                owned.get((c.topic, c.partition)),
+                offset=c.offset if c.offset >= 0 else None,
             )
             for c in (consumer.committed(tps, timeout=30) if tps else ())
         ]
@@ -131,6 +148,11 @@ def _partitions(topics: list[str], existing: dict) -> list[TopicPartition]:
         if t in existing
         for p in sorted(existing[t].partitions)
     ]
+
+
+def _latest(channels: WatermarkChannels, feeds: list[str], producer: str) -> Mark | None:
+    marks = (channels.latest(feed, producer) for feed in feeds)
+    return next((m for m in marks if m is not None), None)
 
 
 def _producer(spec: ComputationSpec, topic: str, partition: int) -> str:
@@ -151,15 +173,6 @@ def _percentile(
         return None, 0
     firing = None if mark.input_watermark == MIN_TIME else mark.input_watermark
     return firing, mark.percentile_late
-
-
-def _owners(admin: AdminClient, group: str) -> dict[tuple[str, int], str]:
-    described = admin.describe_consumer_groups([group])[group].result(30)
-    return {
-        (tp.topic, tp.partition): member.group_instance_id or member.client_id
-        for member in described.members
-        for tp in member.assignment.topic_partitions
-    }
 
 
 def _committed_at(metadata: str | None) -> int | None:
@@ -205,6 +218,9 @@ def status_table(pipeline: str, rows: list[Status]) -> Table:
     if percentiles:  # only when some computation fires on a Percentile
         table.add_column("percentile watermark (UTC)")
         table.add_column("late by percentile", justify="right")
+    held = any(r.held_back_by for r in rows)
+    if held:  # only when an upstream producer is behind the others
+        table.add_column("held back by")
     for r in rows:
         extra = []
         if percentiles:
@@ -212,6 +228,8 @@ def status_table(pipeline: str, rows: list[Status]) -> Table:
                 "-" if r.percentile_watermark is None else _when(r.percentile_watermark),
                 "-" if r.percentile_late is None else str(r.percentile_late),
             ]
+        if held:
+            extra.append(r.held_back_by or "-")
         table.add_row(
             r.computation,
             r.topic,
@@ -231,20 +249,5 @@ def _when(ms: int) -> str:
 
 
 def graph(pipeline: Pipeline) -> str:
-    """The topology as Graphviz dot: streams are ellipses, computations boxes, sinks
-    cylinders."""
-    lines = [f'digraph "{pipeline.name}" {{', "  rankdir=LR;"]
-    for stream in pipeline.streams():
-        lines.append(f'  "s:{stream}" [label="{stream}", shape=ellipse];')
-    for spec in pipeline.computations.values():
-        lines.append(f'  "c:{spec.name}" [label="{spec.name}", shape=box];')
-        for i in spec.inputs:
-            label = "" if i.key is None else f' [label="{getattr(i.key, "field", "by key")}"]'
-            lines.append(f'  "s:{i.stream}" -> "c:{spec.name}"{label};')
-        for out in spec.outputs:
-            lines.append(f'  "c:{spec.name}" -> "s:{out}";')
-    for sink in pipeline.sinks.values():
-        lines.append(f'  "k:{sink.name}" [label="{sink.name}", shape=cylinder];')
-        lines += [f'  "s:{stream}" -> "k:{sink.name}";' for stream in sink.inputs]
-    lines.append("}")
-    return "\n".join(lines)
+    """The topology as Graphviz dot (framework/ops/topology.py)."""
+    return to_dot(topology(pipeline))

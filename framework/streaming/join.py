@@ -16,9 +16,11 @@ from framework.core.watermarks import partition_watermark
 from framework.errors import ForgedRecord
 from framework.kafka.collector import Collector
 from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
+from framework.kafka.groups import member_client_id
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import ComputationIO
 from framework.kafka.registry_settings import RegistrySettings
+from framework.query.replicas import Replicas
 from framework.state.restore import Restorer
 from framework.state.tables import Tables
 from framework.streaming.calls import Calls
@@ -63,10 +65,12 @@ def join(
     pace: Pace = Pace(),  # noqa: B008 - frozen
     calls: Calls | None = None,
     hung: HungCalls | None = None,
+    replicas: Replicas | None = None,
 ) -> Membership:
     """A new membership of `spec`'s group, subscribed: its transactional producer initialized
     (fencing this instance's earlier one), its clients made with `kafka`'s settings; `calls`
-    and `hung` are the process's watchdog's (framework/streaming/watchdog.py)."""
+    and `hung` are the process's watchdog's (framework/streaming/watchdog.py); `replicas`, what
+    the process's query server reads (framework/query/replicas.py)."""
     instance = f"{spec.group}.{instance}"
     admin = AdminClient(client_config(bootstrap, kafka))
     txn_id = instance if spec.exactly_once else None
@@ -84,8 +88,9 @@ def join(
     # returns as soon as a record (or a transaction's end) arrives anyway, and five times
     # fewer empty round trips keep an idle process's client threads quiet.
     quiet = {"fetch.wait.max.ms": IDLE_FETCH_WAIT_MS, **kafka}
+    member = {"client.id": member_client_id(standby), **quiet}  # its standbys, for `ui`
     consumer = Consumer(
-        consumer_config(bootstrap, group=spec.group, instance=instance, extra=quiet)
+        consumer_config(bootstrap, group=spec.group, instance=instance, extra=member)
     )
     committer = Committer(spec, collector, consumer, instance)
     reader = consumer_config(bootstrap, reader=reader_group(spec.group), extra=quiet)
@@ -114,7 +119,7 @@ def join(
         Tables(Consumer(dict(reader)), pipeline, spec, state_dir, registry) if spec.tables else None
     )
     tasks = TaskManager(
-        io, consumer, admin, channels, restorer, state_dir, tables, standby, calls, hung
+        io, consumer, admin, channels, restorer, state_dir, tables, standby, calls, hung, replicas
     )
     channels.follow(_channels(pipeline, spec))
     membership = Membership(

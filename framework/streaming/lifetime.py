@@ -26,6 +26,7 @@ from framework.kafka.errors import reaching_kafka
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.stream_codecs import check_registry
 from framework.kafka.topics import create_part_topics
+from framework.query.server import QueryServer
 from framework.streaming.heap import trim_heap
 from framework.streaming.join import describe_timeout, join
 from framework.streaming.membership import DEFAULT_COMMIT_INTERVAL_MS, Membership, Pace
@@ -53,9 +54,11 @@ class Runner:
         max_batch: int = 1000,
         idle_poll_s: float = 0.02,
         owns_process: bool = False,
+        server: QueryServer | None = None,
     ) -> None:
         """`owns_process`: this runner is its process (`logwheel run`), whose main thread it
-        runs in; its watchdog may interrupt that thread and start the process again."""
+        runs in; its watchdog may interrupt that thread and start the process again. `server`
+        answers queries of this computation's state (`--serve`) from the replicas it holds."""
         self.pipeline = pipeline
         self.spec = pipeline[computation]
         self.bootstrap = bootstrap
@@ -67,6 +70,7 @@ class Runner:
         self.standby = standby
         self.owns_process = owns_process
         self.watchdog: Watchdog | None = None
+        self.server = server
 
     def run(self, stop: threading.Event) -> None:
         self.pipeline.validate()
@@ -83,6 +87,9 @@ class Runner:
         try:
             partitions = self._retrying(stop, "starting", self._start)
             instance = instance_id(self.dir, self.instance_id)
+            if self.server is not None:  # where it answers, before it owns anything
+                publish = functools.partial(self.server.publish, instance, self.standby)
+                self._retrying(stop, "publishing where it serves", publish)
             while not stop.is_set():
                 joining = functools.partial(self._join, partitions, instance, itertools.count())
                 membership = self._retrying(stop, "joining", joining)
@@ -121,6 +128,7 @@ class Runner:
             pace=self.pace,
             calls=self.watchdog.calls if self.watchdog else None,
             hung=self.watchdog.hung if self.watchdog else None,
+            replicas=self.server.replicas if self.server else None,
         )
 
     def _retrying(self, stop: threading.Event, what: str, step):

@@ -98,7 +98,8 @@ class Membership:
         self._channels = channels
         self._restorer = restorer
         self._tables = tables
-        self._keyed = set(io.spec.keyed_topics)  # the topics a table's partition follows
+        # the topics a table's partition follows; a keyed task reads its replay topic too
+        self._keyed = {*io.spec.keyed_topics, io.spec.replay}
         self._refused_records = refused_records
         self._holds = holds
         self._meter = meter
@@ -115,7 +116,7 @@ class Membership:
             timed_out = {p: TimedOut(why) for p, why in hung.records().items()}
             self._collector.poisoned.update(timed_out)
         consumer.subscribe(
-            self._spec.consumed_topics,
+            [*self._spec.consumed_topics, self._spec.replay],
             on_assign=self._on_assign,
             on_revoke=self._on_revoke,
             on_lost=self._on_lost,

@@ -242,8 +242,8 @@ class SinkMembership:
         gone = {i for i, _ in refused.rows}
         if not gone or not gone <= set(range(len(part.batch))):
             raise Fatal(f"{self.spec.group}: the sink refused rows it was not given: {refused}")
-        letters = [(part.batch[i][0], RowRefused("sink", why)) for i, why in refused.rows]
-        self._send_letters(letters, "sink")
+        letters = [(part.batch[i][0], RowRefused("write", why)) for i, why in refused.rows]
+        self._send_letters(letters, "write")
         part.batch = [entry for i, entry in enumerate(part.batch) if i not in gone]
 
     def _send_letters(self, letters: list[tuple[Message, BadRecord]], stage: str) -> None:

@@ -21,12 +21,20 @@ import threading
 import time
 from pathlib import Path
 
-from framework.core.metrics import serve
+from framework.core.metrics import serve as serve_metrics
 from framework.core.pipeline import Pipeline, PipelineError
 from framework.kafka.registry_settings import RegistrySettings
+from framework.query.replicas import Replicas
+from framework.query.server import QueryServer
+from framework.query.settings import parse_serve, serve_settings
 from framework.streaming.dead_man import DeadMan
 from framework.streaming.lifetime import Runner
-from framework.streaming.loading import kafka_settings, load_pipeline, registry_settings
+from framework.streaming.loading import (
+    config_table,
+    kafka_settings,
+    load_pipeline,
+    registry_settings,
+)
 from framework.streaming.sink_runner import SinkRunner
 
 log = logging.getLogger(__name__)
@@ -49,6 +57,7 @@ def run_computations(
     instance_id: str | None = None,
     log_format: str | None = None,
     commit_interval_ms: int | None = None,
+    serve: str | None = None,
 ) -> int:
     """Run the named computations (all when empty) until SIGTERM; returns an exit code.
 
@@ -57,7 +66,12 @@ def run_computations(
 
     With `metrics_port`, each process serves Prometheus metrics: one computation on that port;
     several on consecutive ports from it, in the order named (0: each a free port, logged), on
-    `metrics_addr` (loopback unless chosen)."""
+    `metrics_addr` (loopback unless chosen).
+
+    With `serve` (`[HOST:]PORT`, HOST 127.0.0.1 by default), each process answers queries of
+    its computation's state (framework/query/server.py), ports given as for metrics: one
+    computation on PORT; several on PORT, PORT+1, ... in the order named (0: each a free one,
+    published for the others to find); TLS and a token from `[serve]` in `config_file`."""
     pipeline = load_pipeline(ref)
     names = names or [*pipeline.computations, *pipeline.sinks]
     for name in names:
@@ -72,10 +86,25 @@ def run_computations(
         if commit_interval_ms <= 0:
             raise PipelineError(f"--commit-interval-ms {commit_interval_ms}: give milliseconds > 0")
         tuning["commit_interval_ms"] = commit_interval_ms
+    address = None if serve is None else parse_serve(serve)
     if len(names) == 1:
         if metrics_port is not None:
-            serve(metrics_port, metrics_addr)
-        return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, registry, tuning)
+            serve_metrics(metrics_port, metrics_addr)
+        server = None
+        if address is not None and names[0] not in pipeline.sinks:  # a sink keeps no state
+            host, port = address
+            origin = f"--config {config_file} [serve]"
+            settings = serve_settings(config_table(config_file, "serve"), origin)
+            server = QueryServer(
+                pipeline, names[0], Replicas(), bootstrap=bootstrap, kafka=kafka,
+                settings=settings, host=host, port=port,
+            )  # fmt: skip
+            tuning["server"] = server
+        try:
+            return _run_one(pipeline, names[0], bootstrap, state_dir, kafka, registry, tuning)
+        finally:
+            if server is not None:
+                server.close()
     options = {
         "--commit-interval-ms": commit_interval_ms,
         "--standby": standby or None,
@@ -84,7 +113,7 @@ def run_computations(
         "--metrics-addr": metrics_addr,
     }
     homes = {name: Path(state_dir) / pipeline.name / name for name in names}
-    return _supervise(ref, homes, bootstrap, state_dir, config_file, options, metrics_port)
+    return _supervise(ref, homes, bootstrap, state_dir, config_file, options, metrics_port, address)
 
 
 def _run_one(
@@ -126,6 +155,7 @@ def _supervise(
     config_file: str | None,
     options: dict[str, object],
     metrics_port: int | None,
+    address: tuple[str, int] | None = None,
 ) -> int:
     base = [sys.executable, "-m", "framework.cli", "run", ref, "--bootstrap", bootstrap]
     base += ["--state-dir", str(state_dir)]
@@ -141,6 +171,9 @@ def _supervise(
             if metrics_port is None
             else ["--metrics-port", str(metrics_port and metrics_port + i)]
         )
+        if address is not None:
+            host, first = address
+            port += ["--serve", f"[{host}]:{first and first + i}"]
         return [*base, "--computation", name, *port]
 
     names = list(homes)

@@ -39,6 +39,7 @@ from framework.errors import BadRecord, Retry, TimedOut
 from framework.kafka.output import ComputationIO
 from framework.kafka.record_decoding import decode_record
 from framework.kafka.rekeying import rekey
+from framework.kafka.replays import ReplayedRecords, ReplayWatermark
 from framework.kafka.stream_codecs import stream_decoder
 from framework.state.store import TaskStore
 from framework.streaming.calls import Calls
@@ -127,6 +128,22 @@ class InputPartition:
         )
 
 
+@dataclass(eq=False)
+class ReplayPartition(InputPartition):
+    """A partition of the computation's replay topic: each record is one of the stream its
+    header names (`ReplayedRecords`), at its own time; its watermark is none."""
+
+    replayed: ReplayedRecords | None = None
+
+    def record(self, msg: Message, filed: int | None = None) -> Record:
+        assert self.replayed is not None
+        return self.replayed.record(msg)
+
+
+def _undecodable(value: bytes) -> Any:
+    raise BadRecord("replay", "a replayed record is decoded as one of the stream it names")
+
+
 class Task:
     producer: str
     inputs: list[InputPartition]
@@ -140,6 +157,11 @@ class Task:
     def handle(self, msg: Message, inp: InputPartition, filed: int | None = None) -> None:
         """Handle one record, at its timestamp or at `filed` (one from the future)."""
         raise NotImplementedError
+
+    def partitions(self) -> list[InputPartition]:
+        """Every partition the task reads: its inputs, whose watermarks make its own, and
+        any it reads beside them."""
+        return self.inputs
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         """`handle` each of a run of records of one input partition, in offset order. A
@@ -316,6 +338,12 @@ class KeyedTask(Task):
             self.inputs.append(
                 InputPartition(topic, partition, i.stream, decode, watermark, channels)
             )
+        # read beside its inputs, the dead letters `logwheel dlq replay` sends back: never
+        # late, and no part of the input watermark (framework/kafka/replays.py)
+        self.replays = ReplayPartition(
+            spec.replay, partition, spec.replay, _undecodable, ReplayWatermark(), []
+        )
+        self.replays.replayed = ReplayedRecords(pipeline, spec, io.registry, partition)
         self._rates = [RecentRate(clock) for _ in self.inputs]  # what this task reads
         self._states: list[tuple[bytes, bytes | None]] = []
         self._timers: list[tuple[bytes, bytes | None]] = []
@@ -341,6 +369,8 @@ class KeyedTask(Task):
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
         # the per-record path of a keyed computation: a loop with no call it can do without
         dead_letter, record, process = self.io.output.dead_letter, inp.record, self.executor.process
+        if inp is self.replays:  # dead letters sent back: never late (framework/kafka/replays.py)
+            process = self.executor.process_replayed
         far, top, limit = inp.future(msgs)
         done, calls = 0, self.calls
         try:
@@ -366,6 +396,9 @@ class KeyedTask(Task):
         finally:
             calls.calling = None
         inp.consumed_run(msgs, top)
+
+    def partitions(self) -> list[InputPartition]:
+        return [*self.inputs, self.replays]
 
     def _screen_timer(self, key: str, timer: Timer) -> bool:
         """Dead-letter a timer whose hook was abandoned instead of firing it, when it is next

@@ -18,7 +18,9 @@ from confluent_kafka.admin import AdminClient
 from framework.core.timers import decode_timer
 from framework.core.watermarks import Published
 from framework.errors import Rejoin
+from framework.kafka.groups import standby_partitions
 from framework.kafka.output import ComputationIO
+from framework.query.replicas import Replicas
 from framework.state.restore import Restorer
 from framework.state.store import TaskStore
 from framework.state.tables import Tables
@@ -46,6 +48,7 @@ class TaskManager:
         standby: int = 0,
         calls: Calls | None = None,
         hung: HungCalls | None = None,
+        replicas: Replicas | None = None,
     ) -> None:
         self.io = io
         self.spec = io.spec
@@ -65,6 +68,8 @@ class TaskManager:
         self._fresh: list[Task] = []  # created, not yet resumed from their previous owner
         self.calls = Calls() if calls is None else calls  # what the tasks run, for the watchdog
         self.hung = hung  # hook calls abandoned: their timers are dead-lettered, not fired
+        # what queries read (framework/query/replicas.py): forgotten before a store closes
+        self.replicas = Replicas() if replicas is None else replicas
 
     # -- the rebalance callbacks ------------------------------------------------------------
 
@@ -93,6 +98,8 @@ class TaskManager:
                 self.channels.forget(inp.watermark)
             if task is not None and not any(t is task for t, _ in self.routes.values()):
                 self.tasks = {k: t for k, t in self.tasks.items() if t is not task}
+                if isinstance(task, KeyedTask):
+                    self.replicas.forget(task.partition)
                 task.close()
                 if self.tables is not None and isinstance(task, KeyedTask):
                     self.tables.remove(task.partition)
@@ -123,6 +130,7 @@ class TaskManager:
     def step(self) -> None:
         """Start tasks for waiting partitions; restore a batch (and follow the standbys);
         run the restored tasks."""
+        self.replicas.beat()  # queries: this loop is alive to see a loss of its partitions
         if not self.waiting and not self.restorer.busy():
             return
         ready: list[tuple[str, int]] = []
@@ -134,15 +142,20 @@ class TaskManager:
             elif p not in self.restoring:
                 if p in self.standbys:  # warm: its restore reads only the tail
                     self.restorer.remove(p)
+                    self.replicas.forget(p)
                     self.standbys.pop(p).close()
                 # Owned before anything that can fail: `close` must find every open store,
                 # or the next membership in this process meets RocksDB's lock on it.
                 store = self.restoring[p] = TaskStore(self.state_dir / f"task-{p}", decode_timer)
                 self.restorer.add(p, store)
-        for p, store in self.restorer.step() if self.restorer.busy() else ():
+        restored = self.restorer.step() if self.restorer.busy() else ()
+        if self.standbys:
+            self._note_standby_positions()
+        for p, store in restored:
             views = self.tables.add(p) if self.tables is not None else None
             task = KeyedTask(self.io, p, store, views, calls=self.calls, hung=self.hung)
             self.tasks[("k", p)] = task
+            self.replicas.activate(p, store)
             del self.restoring[p]
             self._fresh.append(task)
             ready += [tp for tp in self.waiting if tp[1] == p and tp[0] not in self.repartitioned]
@@ -154,17 +167,29 @@ class TaskManager:
     def _balance_standbys(self) -> None:
         """Keep warm replicas of the `standby` partitions after each owned one (mod the
         partition count), so a takeover of a neighbour's partitions restores only the tail."""
-        n, count = self.standby, self.spec.partitions
+        count = self.spec.partitions
         owned = {p for p in range(count) if self._wanted(p) or ("k", p) in self.tasks}
-        wanted = {(p + k) % count for p in owned for k in range(1, n + 1)} - owned
+        wanted = standby_partitions(owned, self.standby, count)
         for p in set(self.standbys) - wanted:
             self.restorer.remove(p)
+            self.replicas.forget(p)
             self.standbys.pop(p).close()
         for p in sorted(wanted - set(self.standbys)):
             store = self.standbys[p] = TaskStore(self.state_dir / f"task-{p}", decode_timer)
             self.restorer.add(p, store, standby=True)
+            self.replicas.follow(p, store)
         if wanted:
             log.info("%s: standby replicas of partitions %s", self.spec.group, sorted(wanted))
+
+    def _note_standby_positions(self) -> None:
+        """How far each standby has applied its changelog, for queries that bound the lag:
+        the restorer's position, which moves past transaction markers too (its store's
+        checkpoint stops at the last record)."""
+        changelog = self.spec.changelog
+        tps = [TopicPartition(changelog, p) for p in self.standbys]
+        for tp in self.restorer.consumer.position(tps):
+            if tp.offset >= 0:
+                self.replicas.followed(tp.partition, tp.offset)
 
     def _run(self, ready: list[tuple[str, int]]) -> None:
         self.channels.catch_up()
@@ -176,7 +201,7 @@ class TaskManager:
             if task is None:
                 task = self.tasks[ident] = RepartitionTask(self.io, input_, p, self.calls)
                 self._fresh.append(task)
-            for inp in task.inputs:
+            for inp in task.partitions():
                 if (inp.topic, inp.partition) == (topic, p):
                     inp.position = start
                     self.routes[(topic, p)] = (task, inp)
@@ -235,6 +260,7 @@ class TaskManager:
         return list(self.tasks.values())
 
     def close(self) -> None:
+        self.replicas.forget_all()
         for p, store in self.standbys.items():
             self.restorer.remove(p)
             store.close()

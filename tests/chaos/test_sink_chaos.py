@@ -69,9 +69,9 @@ def test_sigkill_at_each_step_of_a_batch_and_a_database_outage_lose_and_repeat_n
         case.check_exactly_once(case.sent)
         assert sum(case.offsets().values()) == case.sent + 2  # every record passed, once
         stages = {dict(m.headers())["logwheel.error.stage"].decode(): m for m in letters}
-        refused = dict(stages["sink"].headers())["logwheel.error"].decode()
+        refused = dict(stages["write"].headers())["logwheel.error"].decode()
         assert "CheckViolation" in refused and "violates check constraint" in refused
-        assert json.loads(stages["sink"].value())["order_id"] == "refused"
+        assert json.loads(stages["write"].value())["order_id"] == "refused"
         assert stages["decode"].value() == b"{not json"
         assert '"k:db"' in graph(case.pipeline)
         assert PASSWORD not in job.output() and "***" in job.output()

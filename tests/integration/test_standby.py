@@ -7,8 +7,10 @@ import re
 import time
 
 import pytest
+from confluent_kafka.admin import AdminClient
 from rocksdict import AccessType, Options, Rdict
 
+from framework.ops.members import group_members, standbys
 from tests.support import Wordcount, read_topic, wait_for
 
 pytestmark = pytest.mark.timeout(600)
@@ -35,6 +37,12 @@ def replica(state, wc: Wordcount, partition: int) -> dict[str, bytes]:
         db.close()
 
 
+def dashboard_standbys(kafka: str, wc: Wordcount) -> dict[int, list[str]]:
+    """The standby replicas `logwheel ui` reads from count-words' group."""
+    spec = wc.pipeline["count-words"]
+    return standbys(spec, group_members(AdminClient({"bootstrap.servers": kafka}), spec.group))
+
+
 def test_a_takeover_with_a_standby_restores_only_the_tail(kafka, tmp_path):
     wc = Wordcount(kafka, tmp_path)
     split = wc.job("split", computations=["split-words"]).start()
@@ -45,6 +53,8 @@ def test_a_takeover_with_a_standby_restores_only_the_tail(kafka, tmp_path):
         wait_for(lambda: len(owned(a)) == 4, 60, what="a to own every partition")
         b.start()
         wait_for(lambda: len(owned(a)) == 2 and len(owned(b)) == 2, 90, what="b to take two")
+        wait_for(lambda: set(dashboard_standbys(kafka, wc)) == owned(a), 30,
+                 what="the group to show b's standbys (logwheel ui)")  # fmt: skip
         wc.send_lines(3_000)
         wc.read_counts()
         changelog = f"{wc.name}.count-words.changelog"

@@ -155,3 +155,15 @@ def _group_idle(kafka: str, name: str) -> bool:
     group = f"{name}.count"
     described = admin.describe_consumer_groups([group])[group].result(30)
     return not described.members or time.sleep(1)
+
+
+def test_the_wheel_carries_the_dashboard_page(wheel):
+    """`logwheel ui` serves its page from package data: the wheel must hold every file of it
+    (framework/ops/static/, pyproject's package-data)."""
+    import zipfile
+
+    from framework.ops.dashboard_server import STATIC
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {f"framework/ops/static/{name}" for name, _ in STATIC.values()}
+    assert shipped <= names, sorted(shipped - names)

@@ -111,6 +111,18 @@ class Windowed(Computation):
             end, acc = start + self.size, entry
         self._emit(ctx, start, end, acc)
 
+    # -- queries -------------------------------------------------------------------------------
+
+    def queried_state(self, state: Any) -> Any:
+        """A key's open windows, oldest first: `[{"start", "end", "value"}, ...]`, each
+        value the aggregate's result so far (what `emit="update"` would produce)."""
+        windows = []
+        for slot, entry in state.items():
+            start = int(slot)
+            end, acc = entry if self.session else (start + self.size, entry)
+            windows.append({"start": start, "end": end, "value": self.aggregate.result(acc)})
+        return sorted(windows, key=lambda w: w["start"])
+
     def _emit(self, ctx: Context, start: int, end: int, acc: Any) -> None:
         value = {"key": ctx.key, "start": start, "end": end, "value": self.aggregate.result(acc)}
         ctx.produce(self.output, value, timestamp=end - 1)

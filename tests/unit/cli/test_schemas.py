@@ -27,6 +27,6 @@ def test_dump_prints_every_own_type_and_one_by_name(capsys):
 def test_dump_of_an_unknown_type_names_the_ones_there_are(capsys):
     assert main(["schemas", "dump", "logwheel.Nope"]) == 1
     assert (
-        "it has logwheel.SeenIds, logwheel.TimerEntry, logwheel.Watermark"
+        "it has logwheel.SeenIds, logwheel.ServingAddress, logwheel.TimerEntry, logwheel.Watermark"
         in capsys.readouterr().err
     )

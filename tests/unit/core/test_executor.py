@@ -581,3 +581,24 @@ class _Sink:
 
     def dead_letter(self, record, error, stage, source=None):
         self.dead.append((record, error, stage, source))
+
+
+# -- replayed dead letters ----------------------------------------------------------------
+
+
+def test_a_replayed_record_is_never_late_nor_a_duplicate_and_moves_no_watermark():
+    spec = dataclasses.replace(pipeline()["c"], dedup=Dedup())
+    sink = _Sink()
+    ex = Executor(spec, _NoState(), _Timers(), sink, ids=MemoryIdBackend())
+    ex.advance_watermark(1000)
+    ex.process(Record("a", {"raise": "x"}, 500, "in", "r1"), "m1")  # late: dropped
+    ex.process(Record("a", {}, 1500, "in", "r2"), "m2")  # its id is now seen
+    ex.process_replayed(Record("a", {"produce": ["out"]}, 500, "in", "r1"), "m3")
+    ex.process_replayed(Record("a", {"produce": ["out"]}, 1500, "in", "r2"), "m4")
+    assert [p[3] for p in sink.produced] == [500, 1500]  # at their own, old, times
+    assert ex.late_records == 1 and ex.duplicates == 0
+    assert ex.input_watermark == 1000
+    ex.process(Record("a", {"produce": ["out"]}, 400, "in", "r5"), "m5")  # late again after it
+    assert ex.late_records == 2 and len(sink.produced) == 2
+    ex.process_replayed(Record("a", {"raise": "again"}, 300, "in", "r6"), "m6")
+    assert [(d[0].id, d[2], d[3]) for d in sink.dead] == [("r6", "process_record", "m6")]

@@ -74,10 +74,14 @@ def test_every_topic_of_the_contract_is_planned():
             "zg.counter.watermarks",
             "zg.counter.queries.by-key",
             "zg.counter.dlq",
+            "zg.counter.replay",
+            "zg.counter.replayed",
             "zg.model.changelog",
             "zg.model.timers",
             "zg.model.watermarks",
             "zg.model.dlq",
+            "zg.model.replay",
+            "zg.model.replayed",
             "zg.gen.watermarks",
         ]
     )
@@ -98,6 +102,11 @@ def test_policies():
         assert plan[name].config["min.compaction.lag.ms"] == "0"
         assert plan[name].compacted
     assert plan["zg.counter.dlq"].config["cleanup.policy"] == "delete"
+    # replays keep their original times: no time-bounded retention may delete them unread
+    assert plan["zg.model.replay"].config == {"cleanup.policy": "delete", "retention.ms": "-1"}
+    assert (plan["zg.model.replay"].partitions, plan["zg.model.replay"].exact) == (8, True)
+    assert plan["zg.model.replayed"].config == dict(COMPACT)
+    assert plan["zg.model.replayed"].partitions == 1
     assert plan["zg.counter.dlq"].partitions == 1
 
 

@@ -3,6 +3,8 @@ Kafka, and never reports local state removed when it was not."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from framework import Computation, Pipeline, PipelineError
@@ -42,3 +44,41 @@ def test_local_state_that_cannot_be_removed_fails_loudly(tmp_path, monkeypatch):
     monkeypatch.undo()
     reset_module._remove_local_state(local)
     assert not local.exists()
+
+
+class _Topics:
+    def __init__(self, names: dict[str, int]) -> None:
+        self.topics = {
+            name: SimpleNamespace(partitions=dict.fromkeys(range(n))) for name, n in names.items()
+        }
+
+
+class _Consumer:
+    """What `_plan` asks of a consumer: the topics, and each partition's offsets (0 to 10)."""
+
+    def __init__(self, names: dict[str, int]) -> None:
+        self.names = names
+
+    def list_topics(self, timeout):
+        return _Topics(self.names)
+
+    def get_watermark_offsets(self, tp, timeout):
+        return 0, 10
+
+
+def test_the_plan_skips_the_replays_still_waiting_whose_originals_run_again():
+    from framework import key_by
+    from framework.ops.reset import _plan
+
+    spec = (
+        Pipeline("p", partitions=2)
+        .source("in")
+        .computation("c", Noop, inputs={"in": key_by("k")})["c"]
+    )
+    consumer = _Consumer({"in": 1, spec.by_key("in"): 2, spec.replay: 2, spec.replayed: 1})
+    moves = {(tp.topic, tp.partition): tp.offset for tp in _plan(consumer, spec, "earliest")}
+    assert moves == {
+        ("in", 0): 0,
+        (spec.by_key("in"), 0): 10, (spec.by_key("in"), 1): 10,
+        (spec.replay, 0): 10, (spec.replay, 1): 10,
+    }  # fmt: skip

@@ -141,7 +141,7 @@ def test_a_refused_row_is_dead_lettered_with_the_targets_words_and_the_rest_writ
     ]
     ((topic, key, _, headers),) = letters.sent
     assert (topic, key) == ("shop.db.dlq", b"b")
-    assert headers["logwheel.error.stage"] == b"sink"
+    assert headers["logwheel.error.stage"] == b"write"
     assert b"CheckViolation: amount must be >= 0" in headers["logwheel.error"]
     assert headers["logwheel.source.offset"] == b"1"
 

@@ -112,6 +112,7 @@ def test_a_failing_child_stops_the_others_and_its_exit_code_is_the_commands(tmp_
         metrics_port=9100,
         instance_id="pod-1",
         commit_interval_ms=50,
+        serve="0.0.0.0:8700",
     )
     assert code == 3
     assert (tmp_path / "split-words.end").read_text() == "terminated"
@@ -122,7 +123,8 @@ def test_a_failing_child_stops_the_others_and_its_exit_code_is_the_commands(tmp_
     )
     for i, name in enumerate(["split-words", "count-words"]):
         args = (tmp_path / f"{name}.args").read_text()
-        assert args == f"{common} --computation {name} --metrics-port {9100 + i}"
+        serve = f"--serve [0.0.0.0]:{8700 + i}"  # ports as for metrics
+        assert args == f"{common} --computation {name} --metrics-port {9100 + i} {serve}"
 
 
 DEAD_MAN_CHILD = """\

@@ -214,3 +214,32 @@ def test_under_on_future_dead_letter_neither_task_processes_it(monkeypatch, tmp_
         [dead] = [p for p in sent if p[0] == io.spec.dlq]
         assert dict(dead[5])["logwheel.error.stage"] == b"future" and inp.position == 2
         assert len([p for p in sent if p[0] in ("out", io.spec.by_key("in"))]) == 1
+
+
+def test_a_keyed_task_runs_replayed_records_behind_its_watermark_and_names_them_if_they_fail(
+    monkeypatch, tmp_path
+):
+    io = _io(monkeypatch)
+    task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
+    [inp] = task.inputs
+    assert task.partitions() == [inp, task.replays]
+    task.executor.advance_watermark(5_000)
+    before = task.input_watermark()
+    named = [("logwheel.replay.stream", b"in"), ("logwheel.replay.of", b"dl.c.dlq/0/7")]
+
+    def replayed(offset: int, value: bytes, headers=named) -> Message:
+        headers = [("logwheel.id", b"in/0/3"), *headers]
+        return Message(topic=io.spec.replay, partition=0, offset=offset, key=b"ann", value=value,
+                       timestamp=(1, 1_000), headers=headers)  # fmt: skip
+
+    ok, again = replayed(0, b'{"user": "ann"}'), replayed(1, b'{"user": "ann", "boom": true}')
+    stray = replayed(2, b"{}", [("logwheel.replay.stream", b"nowhere")])
+    task.handle_run([ok, again, stray], task.replays)
+    assert task.replays.position == 3 and task.input_watermark() == before
+    out, dead, unknown = _sent(io)
+    assert (out[0], out[4]) == ("out", 1_000)  # processed at its old time: not late
+    assert task.executor.late_records == 0
+    assert _told(dead)[1:3] == (b"process_record", io.spec.replay.encode())
+    assert dict(dead[5])["logwheel.replay.of"] == b"dl.c.dlq/0/7"  # what it replays, kept
+    assert dict(dead[5])["logwheel.replay.stream"] == b"in"
+    assert dict(unknown[5])["logwheel.error.stage"] == b"replay"
