@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 4
 
 .DEFAULT_GOAL := help
-.PHONY: help venv jars browser image test demo enrich-demo chaos soak bench lint broker broker-stop
+.PHONY: help venv jars postgres browser image test demo enrich-demo chaos soak bench lint broker broker-stop
 
 help:
 	@echo "make demo         Zeitgeist on the embedded broker: planted spike and dip found, nothing else"
@@ -27,6 +27,7 @@ help:
 	@echo "make lint         ruff check, ruff format --check, the layering contracts (lint-imports)"
 	@echo "make venv         .venv with logwheel installed editable, with its test extras"
 	@echo "make jars         the Kafka broker's, Spark's Kafka connector's and the Schema Registry's jars"
+	@echo "make postgres     Debian's PostgreSQL server binaries, for the sink's tests and bench"
 	@echo "make browser      Debian's chromium, for the dashboard's browser test (apt-get, as root)"
 	@echo "make broker       start the embedded broker;  make broker-stop  stops it"
 	@echo "make image        podman, the local Debian base image (once) and the job image logwheel:latest"
@@ -55,6 +56,20 @@ $(REGISTRY_JARS)/.stamp: framework/jvm/registry/pom.xml $(wildcard framework/jvm
 	$(PY) -m framework.cli jars registry --into $(REGISTRY_JARS)
 	touch $@
 
+# The sink's tests and bench run Debian's PostgreSQL server (tests/support_postgres.py starts one
+# as the postgres user on a free port): installed here where its binaries are missing, without
+# the package's own cluster (the tests make theirs; the createcluster.conf written first is
+# kept over the package's). apt-get needs root, as CI runs.
+PG_INITDB := $(wildcard /usr/lib/postgresql/*/bin/initdb)
+postgres:
+ifeq ($(PG_INITDB),)
+	mkdir -p /etc/postgresql-common
+	echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql
+endif
+
 # The dashboard's test drives Debian's chromium through Playwright (whose own browser download
 # is not reachable here): installed when missing, as root; otherwise that test is skipped, saying so.
 browser:
@@ -66,7 +81,7 @@ browser:
 	    echo "make browser: no chromium: run 'apt-get install -y chromium' as root, else the dashboard's browser test is skipped" >&2; \
 	  fi; }
 
-test: venv jars lint browser
+test: venv jars lint browser postgres
 	@ops/containers/base-image.sh --exists >/dev/null 2>&1 || $(MAKE) image \
 		|| echo "make test: no container image (see above): the container tests say why they skip"
 	$(PY) -m framework.cli schemas check
@@ -85,14 +100,14 @@ enrich-demo: venv jars
 CHAOS_TESTS := tests/chaos tests/integration/test_broker_ready.py \
 	tests/integration/test_shutdown.py tests/integration/test_jars.py \
 	tests/integration/test_job_containers.py tests/integration/test_containers.py
-chaos: venv jars
+chaos: venv jars postgres
 	LOGWHEEL_CHAOS_FULL=1 LOGWHEEL_TEST_JAR_BUILD=1 \
 		$(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) $(CHAOS_TESTS)
 
 soak: venv jars
 	$(PY) -m tests.chaos.seeded.soak
 
-bench: venv jars
+bench: venv jars postgres
 	LOGWHEEL_BENCH_PEERS=$${LOGWHEEL_BENCH_PEERS-1} $(PY) bench/run_all.py
 
 # Jobs as containers with podman (README "Containers"): podman, runc and debootstrap from

@@ -167,6 +167,25 @@ def windowed(report: dict) -> str:
     )
 
 
+def sink(report: dict) -> str:
+    head = ["contender", "records", "rows/s", "CPU µs/row", "CPU vs floor", "rows/s vs floor"]
+    head += ["peak RSS MB", "missing / unexp. / dup / late"]
+    return (
+        f"Into PostgreSQL, median of {report['repeat']} interleaved rounds "
+        f"(aim: CPU within {report['aim_cpu_vs_floor']}x of the floor's):\n\n"
+        + markdown(
+            head,
+            (
+                [r["contender"], f"{r['records']:,}", n(r["rows_per_s"], ",.0f")]
+                + [n(r["cpu_us_per_row"], ".1f"), n(r["cpu_vs_floor"], ".2f")]
+                + [n(r["rows_per_s_vs_floor"], ".2f"), n(r.get("peak_rss_mb"), ".0f")]
+                + [checked(r)]
+                for r in report["rows"]
+            ),
+        )
+    )
+
+
 def query(report: dict) -> str:
     head = ["kind", "clients", "queries", "p50 ms", "p99 ms", "queries/s"]
     return f"State queries under {report['rate']} clicks/s, {report['keys']} keys:\n\n" + markdown(
@@ -188,6 +207,7 @@ RENDER: dict[str, Callable[[dict], str]] = {
     "windowed": windowed,
     "idle": idle,
     "query": query,
+    "sink": sink,
 }
 
 

@@ -245,3 +245,13 @@ def _embedded(home: Path) -> Iterator[str]:
             if not others and marker.exists() and not keep:
                 broker.stop()
                 marker.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator:
+    """The checkout's test PostgreSQL server (tests/support_postgres.py), shared by every
+    session; `postgres.dsn()` connects to its `logwheel` database with a password."""
+    from tests.support_postgres import shared_postgres
+
+    with shared_postgres() as server:
+        yield server

@@ -35,6 +35,7 @@ from framework.core.declarations import (
 )
 from framework.core.dedup import Dedup
 from framework.core.global_tables import GlobalTable, declare_global_tables
+from framework.core.sink_spec import SinkSpec, sink_spec
 from framework.core.windows import Aggregate, Hopping, Session, Window
 from framework.core.windows.operator import Windowed
 
@@ -185,6 +186,7 @@ class Pipeline:
     to `[registry] url` in --config, then LOGWHEEL_SCHEMA_REGISTRY)."""
     sources: dict[str, Source] = field(default_factory=dict)
     computations: dict[str, ComputationSpec] = field(default_factory=dict)
+    sinks: dict[str, SinkSpec] = field(default_factory=dict)
     subject_strategy: str | None = None
     """Under which subject writers register their schemas in the registry: "topic"
     (`<topic>-value`, the default), "record" (the record's full name) or "topic_record"
@@ -225,6 +227,7 @@ class Pipeline:
     def internal_prefixes(self) -> dict[str, str]:
         """Each computation's and injector's internal topic prefix, `<pipeline>.<name>.`."""
         owners = {f"computation {c!r}": c for c in self.computations}
+        owners.update({f"sink {s!r}": s for s in self.sinks})
         for s in self.sources.values():
             if isinstance(s.watermark, InjectorWatermark):
                 owners[f"injector {s.watermark.injector!r}"] = s.watermark.injector
@@ -272,7 +275,7 @@ class Pipeline:
         `GlobalTable(topic, history_ms=...)` to look values up as of a time) with
         `ctx.table(name)`: no co-partitioning needed."""
         check_name("computation", name)
-        if name in self.computations:
+        if name in self.computations or name in self.sinks:
             raise PipelineError(f"computation {name!r} is declared twice")
         if guarantee not in GUARANTEES:
             raise PipelineError(
@@ -426,6 +429,21 @@ class Pipeline:
         )
         return self
 
+    def sink(self, name: str, *, inputs: Mapping[str, None], sink: object) -> Pipeline:
+        """Declare a sink: the records of `inputs` (stream -> None: read as partitioned)
+        written by `sink` (a `framework.sinks.Sink`, e.g. `PostgresSink`) exactly once, each
+        batch of a partition in one transaction of the target with the partition's next
+        offset. It runs under `logwheel run` as its own consumer group `<pipeline>.<name>`,
+        its refused rows in `<pipeline>.<name>.dlq`."""
+        if name in self.sinks or name in self.computations:
+            raise PipelineError(f"sink {name!r}: a computation or sink of that name exists")
+        spec = sink_spec(self.name, name, inputs, sink)
+        for stream in spec.inputs:
+            check_outside(stream, self.internal_prefixes())
+        self._claim_prefix(f"sink {name!r}", name)
+        self.sinks[name] = spec
+        return self
+
     # -- the graph -----------------------------------------------------------------------
 
     def writers(self, stream: str) -> list[ComputationSpec]:
@@ -467,6 +485,8 @@ class Pipeline:
         for c in self.computations.values():
             names.update(dict.fromkeys(i.stream for i in c.inputs))
             names.update(dict.fromkeys(c.outputs))
+        for sink in self.sinks.values():
+            names.update(dict.fromkeys(sink.inputs))
         return list(names)
 
     def validate(self) -> None:
@@ -477,6 +497,13 @@ class Pipeline:
                     raise PipelineError(
                         f"computation {c.name!r} reads {i.stream!r}, which no computation "
                         f"writes: declare it with pipeline.source({i.stream!r}, ...)"
+                    )
+        for sink in self.sinks.values():
+            for stream in sink.inputs:
+                if stream not in self.sources and not self.writers(stream):
+                    raise PipelineError(
+                        f"sink {sink.name!r} reads {stream!r}, which no computation writes: "
+                        f"declare it with pipeline.source({stream!r}, ...)"
                     )
         for stream in self.streams():
             schemas = {w.outputs[stream] for w in self.writers(stream)}

@@ -110,6 +110,8 @@ def pipeline_topics(pipeline: Pipeline) -> list[TopicSpec]:
         add(TopicSpec(spec.dlq, 1, dict(DLQ), "dlq", False, owner))
         add(TopicSpec(spec.replay, n, dict(REPLAY), "replay", True, owner))
         add(TopicSpec(spec.replayed, 1, dict(COMPACT), "replayed", False, owner))
+    for sink in pipeline.sinks.values():
+        add(TopicSpec(sink.dlq, 1, dict(DLQ), "dlq", False, (sink.name,)))
     for source in pipeline.sources.values():
         if isinstance(source.watermark, InjectorWatermark):
             name = f"{pipeline.name}.{source.watermark.injector}.watermarks"
@@ -128,6 +130,8 @@ def part_topics(pipeline: Pipeline, part: str) -> list[TopicSpec]:
         for i in spec.inputs:
             names |= set(partition_watermark(pipeline, i.stream, i.stream, 0)[1])
         prefix = f"{spec.group}."
+    elif part in pipeline.sinks:
+        names, prefix = set(pipeline.sinks[part].inputs), f"{pipeline.sinks[part].group}."
     else:
         names = {
             s.stream

@@ -16,6 +16,7 @@ from rich.table import Table
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
 from framework.core.pipeline import ComputationSpec, Pipeline
+from framework.core.sink_spec import SinkSpec
 from framework.core.watermarks import Mark, repartition_producer, task_producer
 from framework.kafka.config import client_config, consumer_config, reader_group
 from framework.kafka.errors import Unreachable
@@ -78,12 +79,7 @@ def status(
             owned = owners(group_members(admin, spec.group))
             consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
             try:
-                tps = [
-                    TopicPartition(t, p)
-                    for t in spec.consumed_topics
-                    if t in existing
-                    for p in sorted(existing[t].partitions)
-                ]
+                tps = _partitions(spec.consumed_topics, existing)
                 for c in consumer.committed(tps, timeout=30) if tps else ():
                     mark = channels.latest(spec.watermarks, _producer(spec, c.topic, c.partition))
                     low = None if mark is None or mark.watermark == MIN_TIME else mark.watermark
@@ -110,9 +106,48 @@ def status(
                     )
             finally:
                 consumer.close()
+        for sink in pipeline.sinks.values():
+            rows += _sink_rows(sink, admin, existing, bootstrap, kafka)
         return rows
     finally:
         channels.close()
+
+
+def _sink_rows(
+    sink: SinkSpec, admin: AdminClient, existing: dict, bootstrap: str, kafka: dict | None
+) -> list[Status]:
+    """A sink's partitions: the lag and last commit of its group's offsets (committed after
+    each batch the target took), its owners; no watermark."""
+    owned = owners(group_members(admin, sink.group))
+    consumer = Consumer(consumer_config(bootstrap, reader=sink.group, extra=kafka))
+    try:
+        tps = _partitions(sink.consumed_topics, existing)
+        return [
+            Status(
+                sink.name,
+                c.topic,
+                c.partition,
+                None,
+                None,
+                _lag(consumer, c),
+                _committed_at(c.metadata),
+                owned.get((c.topic, c.partition)),
+                offset=c.offset if c.offset >= 0 else None,
+            )
+            for c in (consumer.committed(tps, timeout=30) if tps else ())
+        ]
+    finally:
+        consumer.close()
+
+
+def _partitions(topics: list[str], existing: dict) -> list[TopicPartition]:
+    """Every partition of those of `topics` that exist."""
+    return [
+        TopicPartition(t, p)
+        for t in topics
+        if t in existing
+        for p in sorted(existing[t].partitions)
+    ]
 
 
 def _latest(channels: WatermarkChannels, feeds: list[str], producer: str) -> Mark | None:

@@ -25,12 +25,13 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from framework.core.metrics import REBALANCES
 from framework.errors import ForgedRecord, Rejoin, Retry, TimedOut
 from framework.kafka.bounded_calls import LeftBehind, bounded
-from framework.kafka.errors import group_event, reaching_kafka
+from framework.kafka.errors import reaching_kafka
 from framework.kafka.output import ComputationIO
 from framework.state.restore import Restorer
 from framework.state.tables import Tables
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.committer import Committer
+from framework.streaming.fetched_runs import partition_runs
 from framework.streaming.holds import Holds
 from framework.streaming.hung_calls import HungCalls
 from framework.streaming.meter import Meter
@@ -333,22 +334,7 @@ def _handle_runs(
     """Hand each run of consecutive records of one partition (what a fetch returns) to its
     task at once: the routing is paid per run, not per record. The records of a partition
     held at an earlier one are read again after its resume."""
-    start, n = 0, len(msgs)
-    while start < n:
-        first = msgs[start]
-        err = first.error()
-        if err is not None:
-            group_event(err)
-            start += 1
-            continue
-        topic, partition = first.topic(), first.partition()
-        end = start + 1
-        while end < n:
-            msg = msgs[end]
-            if msg.partition() != partition or msg.topic() != topic or msg.error() is not None:
-                break
-            end += 1
+    for topic, partition, run in partition_runs(msgs):
         route = routes.get((topic, partition))
         if route is not None and not route[1].paused:
-            holds.run(route[0], route[1], msgs[start:end] if start or end < n else msgs)
-        start = end
+            holds.run(route[0], route[1], run)

@@ -35,6 +35,7 @@ from framework.streaming.loading import (
     load_pipeline,
     registry_settings,
 )
+from framework.streaming.sink_runner import SinkRunner
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
@@ -72,9 +73,10 @@ def run_computations(
     computation on PORT; several on PORT, PORT+1, ... in the order named (0: each a free one,
     published for the others to find); TLS and a token from `[serve]` in `config_file`."""
     pipeline = load_pipeline(ref)
-    names = names or list(pipeline.computations)
+    names = names or [*pipeline.computations, *pipeline.sinks]
     for name in names:
-        pipeline[name]  # noqa: B018 - fails at start naming the computations there are
+        if name not in pipeline.sinks:
+            pipeline[name]  # noqa: B018 - fails at start naming the computations there are
     kafka = kafka_settings(config_file)
     registry = registry_settings(config_file)
     if standby < 0:
@@ -89,7 +91,7 @@ def run_computations(
         if metrics_port is not None:
             serve_metrics(metrics_port, metrics_addr)
         server = None
-        if address is not None:
+        if address is not None and names[0] not in pipeline.sinks:  # a sink keeps no state
             host, port = address
             origin = f"--config {config_file} [serve]"
             settings = serve_settings(config_table(config_file, "serve"), origin)
@@ -126,7 +128,7 @@ def _run_one(
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    runner = Runner(
+    runner = (SinkRunner if name in pipeline.sinks else Runner)(
         pipeline,
         name,
         bootstrap=bootstrap,

@@ -1,0 +1,168 @@
+"""The runtime's side of the sink protocol (framework/sinks/protocol.py), with a user-written
+sink that records its calls and fails on command, on stand-in Kafka clients: `open` before any
+read, batches in offset order with the offset after them, a restart resuming from the sink's
+offset (not the group's), refused rows dead-lettered and the rest written again, a target that
+does not answer retried with the same batch, a fenced write ending the membership."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import pytest
+
+import framework.streaming.sink_loop as sink_loop
+from framework import Pipeline
+from framework.core.api import Record
+from framework.errors import Rejoin
+from framework.kafka.limits import TopicLimits
+from framework.sinks import Fenced, Refused, Unavailable
+from framework.streaming.membership import Pace
+from framework.streaming.sink_loop import SinkMembership
+from tests.unit.streaming.fakes import FakeConsumer
+
+TOPIC = "orders"
+
+
+class RecordingSink:
+    """A user's sink: its `table` and `offsets` stand for the target, written together by a
+    `write`; `failures` are raised by the next writes (or opens), one each, in order."""
+
+    def __init__(self, batch: int = 3) -> None:
+        self.batch = batch
+        self.table: list[str] = []  # record ids
+        self.offsets: dict[tuple[str, int], int] = {}
+        self.calls: list[tuple] = []
+        self.failures: list[BaseException] = []
+        self.open_failures: list[BaseException] = []
+        self.closed = 0
+
+    def open(self, topic: str, partition: int) -> int | None:
+        self.calls.append(("open", topic, partition))
+        if self.open_failures:
+            raise self.open_failures.pop(0)
+        return self.offsets.get((topic, partition))
+
+    def write(
+        self, topic: str, partition: int, records: Sequence[Record], next_offset: int
+    ) -> None:
+        self.calls.append(("write", partition, [r.id for r in records], next_offset))
+        if self.failures:
+            raise self.failures.pop(0)
+        self.table += [r.id for r in records]
+        self.offsets[(topic, partition)] = next_offset
+
+    def close(self) -> None:
+        self.closed += 1
+
+    def writes(self) -> list[tuple]:
+        return [c[1:] for c in self.calls if c[0] == "write"]
+
+
+class GroupConsumer(FakeConsumer):
+    def commit(self, offsets=None, asynchronous=True):
+        self.calls.append(("commit", [(t.topic, t.partition, t.offset) for t in offsets]))
+
+
+class Letters:
+    """The dead-letter producer: what it was given, acknowledged at every flush."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple] = []
+
+    def produce(self, topic, value, key, timestamp=None, headers=None):
+        self.sent.append((topic, key, value, dict(headers)))
+
+    def flush(self, timeout=None):
+        return 0
+
+    def poll(self, timeout=None):
+        return 0
+
+
+def _membership(sink, consumer, letters=None) -> SinkMembership:
+    pipeline = Pipeline("shop", partitions=2)
+    pipeline.source(TOPIC)
+    pipeline.sink("db", inputs={TOPIC: None}, sink=sink)
+    return SinkMembership(
+        pipeline,
+        pipeline.sinks["db"],
+        consumer=consumer,
+        producer=letters or Letters(),
+        limits=TopicLimits(),
+        instance="shop.db.a",
+        pace=Pace(idle_poll_s=0),
+    )
+
+
+def _run(sink, consumer, done, letters=None) -> SinkMembership:
+    membership = _membership(sink, consumer, letters)
+    stop = threading.Event()
+    consumer.rebalance([(TOPIC, 0)])
+    consumer.stop_when(done, stop)
+    membership.run(stop)
+    return membership
+
+
+@pytest.fixture(autouse=True)
+def no_backoff(monkeypatch):
+    monkeypatch.setattr(sink_loop, "backoff", lambda retries: 0.0)
+
+
+def test_batches_go_in_offset_order_with_the_next_offset_and_a_restart_resumes_from_the_sink():
+    sink, consumer = RecordingSink(batch=3), GroupConsumer()
+    consumer.add(TOPIC, 0, "abcdefg")
+    _run(sink, consumer, lambda: len(sink.table) == 7)
+    assert sink.calls[0] == ("open", TOPIC, 0)
+    assert sink.writes() == [
+        (0, ["orders/0/0", "orders/0/1", "orders/0/2"], 3),
+        (0, ["orders/0/3", "orders/0/4", "orders/0/5"], 6),
+        (0, ["orders/0/6"], 7),
+    ]
+    assert sink.closed == 1
+    # the group says 2 (behind): the next membership starts where the sink says, at 7
+    again = GroupConsumer(committed={(TOPIC, 0): 2})
+    again.records = consumer.records
+    again.add(TOPIC, 0, "hi")
+    _run(sink, again, lambda: len(sink.table) == 9)
+    assert ("seek", (TOPIC, 0, 7)) in again.calls
+    assert sink.table == [f"orders/0/{i}" for i in range(9)]  # nothing twice, nothing lost
+    assert ("commit", [(TOPIC, 0, 9)]) in again.calls  # for `logwheel status` alone
+
+
+def test_a_refused_row_is_dead_lettered_with_the_targets_words_and_the_rest_written_again():
+    sink, consumer, letters = RecordingSink(batch=3), GroupConsumer(), Letters()
+    sink.failures = [Refused([(1, "CheckViolation: amount must be >= 0")])]
+    consumer.add(TOPIC, 0, "abc")
+    _run(sink, consumer, lambda: len(sink.table) == 2, letters)
+    assert sink.writes() == [
+        (0, ["orders/0/0", "orders/0/1", "orders/0/2"], 3),
+        (0, ["orders/0/0", "orders/0/2"], 3),
+    ]
+    ((topic, key, _, headers),) = letters.sent
+    assert (topic, key) == ("shop.db.dlq", b"b")
+    assert headers["logwheel.error.stage"] == b"write"
+    assert b"CheckViolation: amount must be >= 0" in headers["logwheel.error"]
+    assert headers["logwheel.source.offset"] == b"1"
+
+
+def test_a_target_that_does_not_answer_gets_the_same_batch_again_and_nothing_is_skipped():
+    sink, consumer = RecordingSink(batch=3), GroupConsumer()
+    sink.open_failures = [Unavailable("connection refused")]
+    sink.failures = [Unavailable("connection refused"), RuntimeError("the user's bug")]
+    consumer.add(TOPIC, 0, "abcde")
+    _run(sink, consumer, lambda: len(sink.table) == 5)
+    assert [c[0] for c in sink.calls[:2]] == ["open", "open"]  # opened again, then read
+    first = (0, ["orders/0/0", "orders/0/1", "orders/0/2"], 3)
+    assert sink.writes()[:3] == [first, first, first]
+    assert sink.table == [f"orders/0/{i}" for i in range(5)]
+    assert any(e[1] == "pause" for e in consumer.events)
+
+
+def test_a_fenced_write_ends_the_membership_and_writes_nothing():
+    sink, consumer = RecordingSink(batch=2), GroupConsumer()
+    sink.failures = [Fenced("opened by another instance")]
+    consumer.add(TOPIC, 0, "ab")
+    with pytest.raises(Rejoin, match="fenced"):
+        _run(sink, consumer, lambda: False)
+    assert sink.table == [] and sink.closed == 1
