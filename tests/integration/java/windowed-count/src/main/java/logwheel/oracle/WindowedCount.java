@@ -131,6 +131,22 @@ public final class WindowedCount {
         .process(Result::new)
         .to(output, Produced.with(Serdes.String(), Serdes.String()));
 
+    System.exit(run(builder, props, bootstrap, List.of(input), applicationId, idleMs));
+  }
+
+  /**
+   * Runs the topology of `builder` with `props`: until SIGTERM when `idleMs` is null, else until
+   * the application's committed offsets have reached the end of every topic of `inputs` and
+   * stayed there for `idleMs`. Returns the exit code: 1 if the application failed, else 0.
+   */
+  static int run(
+      StreamsBuilder builder,
+      Properties props,
+      String bootstrap,
+      List<String> inputs,
+      String applicationId,
+      Long idleMs)
+      throws Exception {
     KafkaStreams streams = new KafkaStreams(builder.build(), props);
     CountDownLatch stopped = new CountDownLatch(1);
     streams.setUncaughtExceptionHandler(
@@ -154,13 +170,14 @@ public final class WindowedCount {
       try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
         long caughtUpSince = -1;
         while (!stopped.await(200, TimeUnit.MILLISECONDS)) {
-          boolean caughtUp =
-              streams.state() == KafkaStreams.State.RUNNING
-                  && caughtUp(admin, input, applicationId);
+          boolean caughtUp = streams.state() == KafkaStreams.State.RUNNING;
+          for (String input : inputs) {
+            caughtUp = caughtUp && caughtUp(admin, input, applicationId);
+          }
           long now = System.currentTimeMillis();
           caughtUpSince = caughtUp ? (caughtUpSince < 0 ? now : caughtUpSince) : -1;
           if (caughtUp && now - caughtUpSince >= idleMs) {
-            System.err.println("WindowedCount: input processed to its end, exiting");
+            System.err.println(applicationId + ": input processed to its end, exiting");
             break;
           }
         }
@@ -168,8 +185,7 @@ public final class WindowedCount {
       Runtime.getRuntime().removeShutdownHook(hook);
       streams.close(Duration.ofSeconds(30));
     }
-    boolean failed = streams.state() == KafkaStreams.State.ERROR;
-    System.exit(failed ? 1 : 0);
+    return streams.state() == KafkaStreams.State.ERROR ? 1 : 0;
   }
 
   /**
