@@ -1,10 +1,8 @@
 """The join job of the integration tests (tests/integration/test_joins.py and the hand-over
-in test_backfill.py): orders joined with their payments, and how their results compare."""
+in test_backfill.py): orders joined with their payments."""
 
 from __future__ import annotations
 
-import collections
-import json
 import random
 from pathlib import Path
 
@@ -57,18 +55,3 @@ def block(rng: random.Random, i: int, orders: int) -> list[tuple[str, dict, int]
             records.append(("payments", paid, ts + rng.randrange(-200, 1_300)))
     rng.shuffle(records)
     return records
-
-
-def results(msgs) -> collections.Counter:
-    """Kafka messages of a join's output as a multiset of (key, value, timestamp)."""
-    return collections.Counter(
-        (m.key().decode(), json.dumps(json.loads(m.value()), sort_keys=True), m.timestamp()[1])
-        for m in msgs
-    )
-
-
-def expected(records) -> collections.Counter:
-    """The Harness's output records, as `results` gives Kafka's."""
-    return collections.Counter(
-        (r.key, json.dumps(r.value, sort_keys=True), r.timestamp) for r in records
-    )

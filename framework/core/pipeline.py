@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from framework.core.api import MIN_TIME, Computation
 from framework.core.declarations import (
@@ -396,35 +397,12 @@ class Pipeline:
         )
         return self
 
-    def join(
-        self,
-        name: str,
-        *,
-        left: str,
-        right: str,
-        inputs: Mapping[str, KeyExtractor | None],
-        before_ms: int,
-        after_ms: int,
-        grace_ms: int = 0,
-        how: str = "inner",
-        output: str,
-        output_schema: str | None = None,
-        guarantee: str = "exactly_once",
-        on_late: str = "drop",
-        **options: object,
-    ) -> Pipeline:
-        """Declare an interval join (CONTRACT.md, "Joins between streams"): per key, a right
-        record at t_r meets a left one at t_l when t_l - before_ms <= t_r <= t_l + after_ms;
-        each pair is produced once on `output` as {"key", "left", "right"}; with how="left"
-        or "outer", a record no partner matched is produced alone once its window closes
-        (the input low watermark passes its time + after_ms (left) or before_ms (right) +
-        grace_ms). `options` are `computation`'s (on_error, partitions, output_format,
-        low_watermark, dedup, hook_timeout_ms, ...); framework/core/joins/ has the rest."""
-        declare_join(
-            self, name, left=left, right=right, inputs=inputs, before_ms=before_ms,
-            after_ms=after_ms, grace_ms=grace_ms, how=how, output=output,
-            output_schema=output_schema, guarantee=guarantee, on_late=on_late, **options,
-        )  # fmt: skip
+    def join(self, name: str, **declaration: Any) -> Pipeline:
+        """Declare an interval join of two streams (CONTRACT.md, "Joins between streams"):
+        `left=`, `right=`, `inputs=`, `before_ms=`, `after_ms=`, `grace_ms=0`, `how="inner"`
+        (or "left", "outer"), `output=`, `output_schema=None`, `on_late="drop"`, and
+        `computation`'s own options; framework/core/joins/declaration.py has the rest."""
+        declare_join(self, name, **declaration)
         return self
 
     # -- the graph -----------------------------------------------------------------------

@@ -16,11 +16,13 @@ the windows it compares, and leaves that record's own window out.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from framework.kafka import topic_ends
@@ -30,6 +32,11 @@ from tests.support import REPO, maven_classpath, unique_name
 
 PROJECT = REPO / "tests" / "integration" / "java" / "windowed-count"
 JAR = REPO / ".logwheel" / "oracle" / "windowed-count" / "windowed-count-1.jar"
+NEEDS_JAVA = pytest.mark.skipif(
+    shutil.which("java") is None or shutil.which("mvn") is None,
+    reason="the oracle is Kafka Streams: needs Java and Maven",
+)
+"""The mark of a test that runs the oracle."""
 
 
 class WindowCount(NamedTuple):

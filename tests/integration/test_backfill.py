@@ -45,8 +45,10 @@ from tests.support import (
     REPO,
     Job,
     Wordcount,
+    harness_results,
     import_job,
     job_source,
+    kafka_results,
     produce,
     read_topic,
     wait_for,
@@ -293,7 +295,7 @@ def test_a_join_backfill_then_run_handing_over_inside_open_windows_equals_the_ha
     pairs = {r.key: r.value for r in produced if r.key in ("o98", "o99")}
     assert len([r for r in produced if r.key in ("o98", "o99")]) == len(pairs) == 2  # none alone
     assert pairs["o99"] == {"key": "o99", "left": o99[0][1], "right": o99[1][1]}
-    want = joins.expected(produced)
+    want = harness_results(produced)
     job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
     job.args += ["--computation", "outer"]
     job.start()
@@ -303,7 +305,7 @@ def test_a_join_backfill_then_run_handing_over_inside_open_windows_equals_the_ha
         got = read_topic(kafka, out, expect=sum(want.values()), timeout=120, to_end=True)
     finally:
         assert job.stop() == 0
-    assert joins.results(got) == want
+    assert kafka_results(got) == want
 
 
 # -- hand-over and bad input ------------------------------------------------------------------

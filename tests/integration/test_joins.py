@@ -15,8 +15,8 @@ import pytest
 from framework.core.clock import now_ms
 from framework.streaming.injector import Injector
 from framework.testing import Harness
-from tests.support import Job, produce, read_topic, wait_for
-from tests.support_joins import PERIOD, T0, block, expected, joins_job, results
+from tests.support import Job, harness_results, kafka_results, produce, read_topic, wait_for
+from tests.support_joins import PERIOD, T0, block, joins_job
 
 pytestmark = pytest.mark.timeout(600)
 RUN = ("left", "outer")
@@ -70,12 +70,12 @@ def test_left_and_outer_joins_over_rekeyed_inputs_survive_sigkill_exactly(kafka,
         advance(T0 + 40 * PERIOD)  # no record comes after: the last windows close anyway
     for c, h in harnesses.items():
         out = f"{names['NAME']}-{c}"
-        want = expected(h.outputs(out))
+        want = harness_results(h.outputs(out))
         alone = [r for r in h.outputs(out) if None in (r.value["left"], r.value["right"])]
         assert alone and len(alone) < len(want), c
         # to the end past the expected count: a duplicate committed with them too
         got = read_topic(kafka, out, expect=sum(want.values()), timeout=120, to_end=True)
-        assert results(got) == want, c
+        assert kafka_results(got) == want, c
         assert h.late_records == 2
         dead = read_topic(kafka, f"{pipeline.name}.{c}.dlq", expect=2, timeout=30, to_end=True)
         assert [dict(m.headers())["logwheel.error.stage"] for m in dead] == [b"late"] * 2

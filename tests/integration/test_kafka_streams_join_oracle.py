@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import time
 from collections import Counter
 from typing import NamedTuple
@@ -33,10 +32,7 @@ from tests.support import (
 
 pytestmark = [
     pytest.mark.timeout(600),  # the first run builds the oracle with Maven
-    pytest.mark.skipif(
-        shutil.which("java") is None or shutil.which("mvn") is None,
-        reason="the oracle is Kafka Streams: needs Java and Maven",
-    ),
+    oracle.NEEDS_JAVA,
 ]
 
 BEFORE_MS, AFTER_MS, GRACE_MS, PARTITIONS = 100, 300, 200, 2

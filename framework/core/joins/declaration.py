@@ -36,9 +36,14 @@ def declare_join(
     on_late: str = "drop",
     **options: Any,
 ) -> None:
-    """Declare join `name` on `pipeline` (CONTRACT.md, "Joins between streams"); `options` go
-    to `pipeline.computation` as they are (guarantee, on_error, partitions, low_watermark,
-    dedup, hook_timeout_ms, ...), but for those that make no sense for a join."""
+    """Declare join `name` on `pipeline` (CONTRACT.md, "Joins between streams"): per key, a
+    right record at t_r meets a left one at t_l when t_l - before_ms <= t_r <= t_l + after_ms;
+    each pair is produced once on `output` as {"key", "left", "right"}; with how="left" or
+    "outer", a record no partner matched is produced alone once its window closes (the input
+    low watermark passes its time + after_ms (left) or before_ms (right) + grace_ms); a record
+    whose own window closed before it came is late (`on_late`). `options` go to
+    `pipeline.computation` as they are (guarantee, on_error, partitions, low_watermark, dedup,
+    hook_timeout_ms, ...), but for those that make no sense for a join."""
     where = f"join {name!r}"
     inputs = dict(inputs or {})
     for side, stream in (("left", left), ("right", right)):

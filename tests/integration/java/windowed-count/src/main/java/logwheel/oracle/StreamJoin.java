@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Properties;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.StreamsBuilder;
-import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
@@ -50,14 +49,7 @@ public final class StreamJoin {
     Duration after = Duration.ofMillis(Long.parseLong(args[6]));
     Duration grace = Duration.ofMillis(Long.parseLong(args[7]));
 
-    Properties props = new Properties();
-    props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-    props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[8]);
-    props.put(StreamsConfig.STATE_DIR_CONFIG, args[9]);
-    props.put(StreamsConfig.consumerPrefix("isolation.level"), "read_committed");
-    props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
-    props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
+    Properties props = WindowedCount.props(bootstrap, applicationId, args[8], args[9]);
     props.put(EMIT_INTERVAL, 0L);
 
     JoinWindows windows =

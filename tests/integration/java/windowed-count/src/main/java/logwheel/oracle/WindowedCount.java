@@ -109,14 +109,7 @@ public final class WindowedCount {
     Duration grace = Duration.ofMillis(Long.parseLong(args[5]));
     Long idleMs = args.length > 8 ? Long.parseLong(args[8]) : null;
 
-    Properties props = new Properties();
-    props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-    props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[6]);
-    props.put(StreamsConfig.STATE_DIR_CONFIG, args[7]);
-    props.put(StreamsConfig.consumerPrefix("isolation.level"), "read_committed");
-    props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
-    props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100"); // both guarantees: quick ends
+    Properties props = props(bootstrap, applicationId, args[6], args[7]);
 
     StreamsBuilder builder = new StreamsBuilder();
     builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
@@ -132,6 +125,23 @@ public final class WindowedCount {
         .to(output, Produced.with(Serdes.String(), Serdes.String()));
 
     System.exit(run(builder, props, bootstrap, List.of(input), applicationId, idleMs));
+  }
+
+  /**
+   * The oracle's settings: reading committed records from the inputs' start, committing every
+   * 100 ms (under both guarantees: quick ends).
+   */
+  static Properties props(
+      String bootstrap, String applicationId, String guarantee, String stateDir) {
+    Properties props = new Properties();
+    props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+    props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
+    props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+    props.put(StreamsConfig.consumerPrefix("isolation.level"), "read_committed");
+    props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+    props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
+    return props;
   }
 
   /**
