@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from framework.core.api import Computation, Context, Record, Timer
-from framework.errors import LateRecord
+from framework.errors import BadRecord, LateRecord
 
 HOWS = ("inner", "left", "outer")
 LEFT, RIGHT = "l", "r"
@@ -62,6 +62,7 @@ class Joined(Computation):
         output: str,
     ) -> None:
         self.left, self.right = left, right
+        self.sides = {left: (LEFT, RIGHT), right: (RIGHT, LEFT)}
         self.before, self.after, self.grace = before_ms, after_ms, grace_ms
         self.output = output
         # how far past its own time each side's window closes (the +1: "passes", not "reaches")
@@ -69,7 +70,13 @@ class Joined(Computation):
         self.alone = {LEFT: how in ("left", "outer"), RIGHT: how == "outer"}
 
     def process_record(self, ctx: Context, record: Record) -> None:
-        side, other = (LEFT, RIGHT) if record.stream == self.left else (RIGHT, LEFT)
+        sides = self.sides.get(record.stream)
+        if sides is None:  # the declaration reads only the two sides: a driver's mistake
+            raise BadRecord(
+                "process_record",
+                f"record of {record.stream!r} in a join of {self.left!r} and {self.right!r}",
+            )
+        side, other = sides
         ts, value, state = record.timestamp, record.value, ctx.state
         close = ts + self.reach[side]
         watermark = ctx.low_watermark

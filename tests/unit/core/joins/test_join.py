@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from framework.core.api import MIN_TIME
+from framework.core.api import MIN_TIME, Record
 from framework.core.pipeline import Pipeline, PipelineError
 from framework.testing import Harness
 
@@ -216,3 +216,12 @@ def test_a_bad_join_declaration_is_refused_naming_the_fix(change, names):
     with pytest.raises(PipelineError, match=names):
         pipeline.join("j", **args)
     assert "j" not in pipeline.computations
+
+
+def test_a_record_of_neither_side_is_dead_lettered_not_taken_for_the_right_one():
+    h = harness(how="outer")
+    record = Record("k", {"n": 1}, 5, "elsewhere", "id-1")
+    h.executor.process(record)
+    h.advance_watermark(FOREVER)
+    assert h.outputs("out") == []
+    assert [d.stage for d in h.dead_letter_details()] == ["process_record"]
