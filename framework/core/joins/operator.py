@@ -11,8 +11,10 @@ executor, with its own changelog, timer journal, watermark channel and dead-lett
   grace_ms + 1`, a right one at `t_r + before_ms + grace_ms + 1` (the first watermark at which
   no on-time partner can come);
 - state: per key, the records whose window is open, each `[t, matched, value]` under "l" or
-  "r", in arrival order; `matched` is written in the same commit as the pair it produced, so
-  a record that matched never yields an unmatched result, across restarts and SIGKILL;
+  "r", sorted by time (arrival order among equal times), so a record meets its partners by
+  bisection and the closed ones are a prefix; `matched` is written in the same commit as the
+  pair it produced, so a record that matched never yields an unmatched result, across
+  restarts and SIGKILL;
 - one event-time timer per key, at the earliest close among its records: when it fires the
   records closed by then leave the state, and those of an outer side that never matched are
   produced alone; the timer moves to the next close (which, if the watermark is already past
@@ -27,6 +29,9 @@ executor, with its own changelog, timer journal, watermark channel and dead-lett
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from itertools import islice
+from operator import itemgetter
 from typing import Any
 
 from framework.core.api import Computation, Context, Record, Timer
@@ -35,6 +40,7 @@ from framework.errors import BadRecord, LateRecord
 HOWS = ("inner", "left", "outer")
 LEFT, RIGHT = "l", "r"
 EXPIRY = "expire"  # the tag of a key's one timer
+_time = itemgetter(0)  # of a held record, [t, matched, value]
 
 
 def hold_ms(before_ms: int, after_ms: int, grace_ms: int) -> int:
@@ -82,28 +88,28 @@ class Joined(Computation):
         watermark = ctx.low_watermark
         if close <= watermark:
             raise self._late(record, side, close, watermark)
-        # left at t_l meets right at t_r when t_r - after <= t_l <= t_r + before
-        low, high = (
-            (ts - self.before, ts + self.after)
-            if side == LEFT
-            else (
-                ts - self.after,
-                ts + self.before,
-            )
-        )
+        # left at t_l meets right at t_r when t_r - after <= t_l <= t_r + before; a partner
+        # is still held (open) while t + its reach > W
+        if side == LEFT:
+            low, high = ts - self.before, ts + self.after
+        else:
+            low, high = ts - self.after, ts + self.before
+        low = max(low, watermark - self.reach[other] + 1)
         matched = 0
         partners = state.get(other)
-        if partners:
-            reach = self.reach[other]
-            for entry in partners:  # the live document: its flags are sealed with the call
+        if partners:  # the live document, sorted by time: its flags are sealed with the call
+            at = bisect_left(partners, low, key=_time)
+            for entry in islice(partners, at, None):
                 t = entry[0]
-                if low <= t <= high and t + reach > watermark:
-                    if side == LEFT:
-                        self._pair(ctx, value, entry[2], ts, t)
-                    else:
-                        self._pair(ctx, entry[2], value, t, ts)
-                    matched = entry[1] = 1
-        state.setdefault(side, []).append([ts, matched, value])
+                if t > high:
+                    break
+                if side == LEFT:
+                    self._pair(ctx, value, entry[2], ts, t)
+                else:
+                    self._pair(ctx, entry[2], value, t, ts)
+                matched = entry[1] = 1
+        mine = state.setdefault(side, [])
+        mine.insert(bisect_right(mine, ts, key=_time), [ts, matched, value])
         self._arm(ctx)
 
     def process_timer(self, ctx: Context, timer: Timer) -> None:
@@ -112,29 +118,27 @@ class Joined(Computation):
             entries = state.get(side)
             if not entries:
                 continue
-            reach = self.reach[side]
-            keep = []
-            for entry in entries:
-                t, matched, value = entry
-                if t + reach > now:
-                    keep.append(entry)
-                elif not matched and self.alone[side]:
-                    pair = (value, None) if side == LEFT else (None, value)
-                    ctx.produce(
-                        self.output,
-                        {"key": ctx.key, "left": pair[0], "right": pair[1]},
-                        timestamp=t,
-                    )
-            if keep:
-                state[side] = keep
-            else:
+            closed = bisect_right(entries, now - self.reach[side], key=_time)  # t + reach <= now
+            if self.alone[side]:
+                for t, matched, value in entries[:closed]:
+                    if not matched:
+                        pair = (value, None) if side == LEFT else (None, value)
+                        ctx.produce(
+                            self.output,
+                            {"key": ctx.key, "left": pair[0], "right": pair[1]},
+                            timestamp=t,
+                        )
+            if closed == len(entries):
                 del state[side]
+            elif closed:
+                del entries[:closed]
         self._arm(ctx)
 
     def _arm(self, ctx: Context) -> None:
-        """Set the key's timer at the earliest close among its records (none: none)."""
+        """Set the key's timer at the earliest close among its records (none: none); each
+        side's records are sorted by time, so its earliest close is its first record's."""
         state = ctx.state
-        closes = [e[0] + self.reach[side] for side in (LEFT, RIGHT) for e in state.get(side, ())]
+        closes = [state[side][0][0] + self.reach[side] for side in (LEFT, RIGHT) if side in state]
         if closes:
             ctx.set_timer(EXPIRY, min(closes))
         else:
