@@ -52,7 +52,7 @@ def test_left_and_outer_joins_over_rekeyed_inputs_survive_sigkill_exactly(kafka,
             for h in harnesses.values():
                 h.advance_watermark(watermark)
 
-        for i in range(6):
+        for i in range(5):
             for side, value, ts in block(rng, i, 20):
                 send(side, value, ts)
             # no later record is older: every one arrives ahead of the watermark, so the

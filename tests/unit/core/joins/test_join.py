@@ -114,7 +114,7 @@ event = st.one_of(  # mostly records: pairs on the edges need several of one key
 
 
 @pytest.mark.parametrize("how", ["inner", "left", "outer"])
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     events=st.lists(event, min_size=6, max_size=40),
     before=st.integers(-3, 6),
