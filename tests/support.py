@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import fcntl
 import json
@@ -362,6 +363,22 @@ class Wordcount:
                 f"{word}: expected updates 1..{n}, got {len(seen[word])} "
                 f"(max {max(seen[word])}, duplicates {len(seen[word]) - len(set(seen[word]))})"
             )
+
+
+def kafka_results(msgs) -> collections.Counter:
+    """JSON records read from Kafka as a multiset of (key, value as sorted JSON, timestamp),
+    to compare with `harness_results` of the Harness's outputs."""
+    return collections.Counter(
+        (m.key().decode(), json.dumps(json.loads(m.value()), sort_keys=True), m.timestamp()[1])
+        for m in msgs
+    )
+
+
+def harness_results(records) -> collections.Counter:
+    """The Harness's output records, as `kafka_results` gives Kafka's."""
+    return collections.Counter(
+        (r.key, json.dumps(r.value, sort_keys=True), r.timestamp) for r in records
+    )
 
 
 def import_job(directory: Path, module: str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from framework.core.api import MIN_TIME, Computation
 from framework.core.declarations import (
@@ -35,6 +36,7 @@ from framework.core.declarations import (
 )
 from framework.core.dedup import Dedup
 from framework.core.global_tables import GlobalTable, declare_global_tables
+from framework.core.joins.declaration import declare_join
 from framework.core.sink_spec import SinkSpec, sink_spec
 from framework.core.windows import Aggregate, Hopping, Session, Window
 from framework.core.windows.operator import Windowed
@@ -442,6 +444,14 @@ class Pipeline:
             check_outside(stream, self.internal_prefixes())
         self._claim_prefix(f"sink {name!r}", name)
         self.sinks[name] = spec
+        return self
+
+    def join(self, name: str, **declaration: Any) -> Pipeline:
+        """Declare an interval join of two streams (CONTRACT.md, "Joins between streams"):
+        `left=`, `right=`, `inputs=`, `before_ms=`, `after_ms=`, `grace_ms=0`, `how="inner"`
+        (or "left", "outer"), `output=`, `output_schema=None`, `on_late="drop"`, and
+        `computation`'s own options; framework/core/joins/declaration.py has the rest."""
+        declare_join(self, name, **declaration)
         return self
 
     # -- the graph -----------------------------------------------------------------------

@@ -57,7 +57,8 @@ class WatermarkChannels:
         self._wall = wall
 
     def follow(self, topics: Iterable[str]) -> None:
-        new = [t for t in topics if t not in self._topics]
+        # two inputs written by one injector or computation share its channel: assign it once
+        new = list(dict.fromkeys(t for t in topics if t not in self._topics))
         if new:
             self._topics.update(new)
             self._consumer.incremental_assign([TopicPartition(t, 0, OFFSET_BEGINNING) for t in new])

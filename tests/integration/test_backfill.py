@@ -40,14 +40,17 @@ from framework.ops.reset import reset
 from framework.serde.codecs import decoder_for
 from framework.streaming.injector import Injector
 from framework.testing import Harness
+from tests import support_joins as joins
 from tests.support import (
     REPO,
     Job,
     UniqueJob,
     Wordcount,
+    harness_results,
     import_job,
     job_source,
     json_values,
+    kafka_results,
     produce,
     read_topic,
     wait_for,
@@ -285,6 +288,53 @@ def test_global_table_lookups_as_of_record_time_equal_the_harness(kafka, tmp_pat
     assert summary.records_in == len(orders) and summary.dead_letters == 0
     msgs = read_topic(kafka, f"{job.prefix}converted", expect=len(orders), to_end=True)
     assert sorted((v["id"], v["rate"]) for v in json_values(msgs)) == expected
+
+
+def test_a_join_backfill_then_run_handing_over_inside_open_windows_equals_the_harness(
+    kafka, tmp_path, spark, unique
+):
+    """Backfill an outer join over history whose last windows are open, inject more, `logwheel
+    run` it: `run` takes over the open records (matched flags, timers, watermark), and the two
+    together emit exactly the Harness's results, none twice, none missing — among them a pair
+    of an order the backfill held and a payment `run` read, and no unmatched row for an order
+    the backfill matched."""
+    pipeline, names, module = joins.joins_job(tmp_path, unique("jn"))
+    harness, rng = Harness(pipeline, "outer"), random.Random(7)
+    streams = {"orders": names["ORDERS"], "payments": names["PAYMENTS"]}
+    edge = joins.T0 + 4 * joins.PERIOD - 200  # the watermark at the hand-over
+    o98 = [("orders", {"order": "o98"}, edge - 60), ("payments", {"order": "o98"}, edge - 50)]
+    o99 = [("orders", {"order": "o99"}, edge), ("payments", {"order": "o99", "m": 1}, edge + 1000)]
+    crafted = {3: o98 + o99[:1], 4: o99[1:]}  # o99's payment on its window's far edge
+
+    def inject(blocks: range, final: int) -> None:
+        with Injector(pipeline, "gen", bootstrap=kafka) as injector:
+            for i in blocks:
+                for side, value, ts in joins.block(rng, i, 15) + crafted.get(i, []):
+                    injector.send(streams[side], value, key=None, timestamp=ts)
+                    harness.send(streams[side], None, value, ts)
+                injector.advance(min(joins.T0 + (i + 1) * joins.PERIOD - 200, final))
+            injector.advance(final)
+        harness.advance_watermark(final)
+
+    inject(range(4), edge)
+    assert harness.state("o98") and harness.state("o99")  # open at the hand-over
+    backfill(pipeline, "outer", bootstrap=kafka, spark=spark)
+    inject(range(4, 6), joins.T0 + 40 * joins.PERIOD)
+    produced = harness.outputs(f"{names['NAME']}-outer")
+    pairs = {r.key: r.value for r in produced if r.key in ("o98", "o99")}
+    assert len([r for r in produced if r.key in ("o98", "o99")]) == len(pairs) == 2  # none alone
+    assert pairs["o99"] == {"key": "o99", "left": o99[0][1], "right": o99[1][1]}
+    want = harness_results(produced)
+    job = Job(f"{module}:pipeline", bootstrap=kafka, state_dir=tmp_path / "state", path=tmp_path)
+    job.args += ["--computation", "outer"]
+    job.start()
+    try:
+        # to the end past the expected count: anything twice committed with them too
+        out = f"{names['NAME']}-outer"
+        got = read_topic(kafka, out, expect=sum(want.values()), timeout=120, to_end=True)
+    finally:
+        assert job.stop() == 0
+    assert kafka_results(got) == want
 
 
 # -- hand-over and bad input ------------------------------------------------------------------

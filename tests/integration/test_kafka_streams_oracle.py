@@ -7,7 +7,6 @@ gives the oracle's, over the same topic (one run of the oracle for both)."""
 from __future__ import annotations
 
 import random
-import shutil
 import time
 from collections import Counter
 from typing import NamedTuple
@@ -31,10 +30,7 @@ from tests.support import (
 
 pytestmark = [
     pytest.mark.timeout(600),  # the first run builds the oracle with Maven
-    pytest.mark.skipif(
-        shutil.which("java") is None or shutil.which("mvn") is None,
-        reason="the oracle is Kafka Streams: needs Java and Maven",
-    ),
+    oracle.NEEDS_JAVA,
 ]
 
 SIZE_MS, GRACE_MS, WINDOWS, PARTITIONS = 1_000, 500, 6, 2

@@ -6,7 +6,6 @@ one's never do."""
 
 from __future__ import annotations
 
-import collections
 import json
 import random
 import time
@@ -25,6 +24,8 @@ from tests.support import (
     wait_for,
     write_job,
 )
+from tests.support import harness_results as expected
+from tests.support import kafka_results as results
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -69,19 +70,6 @@ def job(kafka, tmp_path, unique):
     module = write_job(tmp_path, name.replace("-", "_"), job_source(WINDOWS_JOB, **names))
     pipeline = import_job(tmp_path, module).pipeline
     return pipeline, module, names
-
-
-def results(msgs) -> collections.Counter:
-    return collections.Counter(
-        (m.key().decode(), json.dumps(json.loads(m.value()), sort_keys=True), m.timestamp()[1])
-        for m in msgs
-    )
-
-
-def expected(records) -> collections.Counter:
-    return collections.Counter(
-        (r.key, json.dumps(r.value, sort_keys=True), r.timestamp) for r in records
-    )
 
 
 def test_windows_over_shuffled_times_survive_sigkill_with_each_window_once(kafka, tmp_path, job):

@@ -108,6 +108,14 @@ def test_a_mark_reaches_the_partitions_waiting_for_it_and_is_kept_for_later_ones
     assert refused == []
 
 
+def test_a_channel_named_twice_at_once_is_assigned_once():
+    # a join's two inputs, written by one injector (or one computation), share its channel;
+    # librdkafka refuses an assignment that names a partition twice
+    channels, consumer, _, _ = _channels()
+    channels.follow(["p.gen.watermarks", "p.gen.watermarks"])
+    assert consumer.assigned == [(CHANNEL, 0, -2), ("p.gen.watermarks", 0, -2)]
+
+
 def test_a_mark_ahead_of_wall_time_is_refused_once_and_never_applied():
     channels, consumer, _, refused = _channels()
     waiting = _listener()

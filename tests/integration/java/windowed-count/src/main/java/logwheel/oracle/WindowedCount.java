@@ -109,14 +109,7 @@ public final class WindowedCount {
     Duration grace = Duration.ofMillis(Long.parseLong(args[5]));
     Long idleMs = args.length > 8 ? Long.parseLong(args[8]) : null;
 
-    Properties props = new Properties();
-    props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-    props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[6]);
-    props.put(StreamsConfig.STATE_DIR_CONFIG, args[7]);
-    props.put(StreamsConfig.consumerPrefix("isolation.level"), "read_committed");
-    props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
-    props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100"); // both guarantees: quick ends
+    Properties props = props(bootstrap, applicationId, args[6], args[7]);
 
     StreamsBuilder builder = new StreamsBuilder();
     builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
@@ -131,6 +124,39 @@ public final class WindowedCount {
         .process(Result::new)
         .to(output, Produced.with(Serdes.String(), Serdes.String()));
 
+    System.exit(run(builder, props, bootstrap, List.of(input), applicationId, idleMs));
+  }
+
+  /**
+   * The oracle's settings: reading committed records from the inputs' start, committing every
+   * 100 ms (under both guarantees: quick ends).
+   */
+  static Properties props(
+      String bootstrap, String applicationId, String guarantee, String stateDir) {
+    Properties props = new Properties();
+    props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+    props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
+    props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+    props.put(StreamsConfig.consumerPrefix("isolation.level"), "read_committed");
+    props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+    props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
+    return props;
+  }
+
+  /**
+   * Runs the topology of `builder` with `props`: until SIGTERM when `idleMs` is null, else until
+   * the application's committed offsets have reached the end of every topic of `inputs` and
+   * stayed there for `idleMs`. Returns the exit code: 1 if the application failed, else 0.
+   */
+  static int run(
+      StreamsBuilder builder,
+      Properties props,
+      String bootstrap,
+      List<String> inputs,
+      String applicationId,
+      Long idleMs)
+      throws Exception {
     KafkaStreams streams = new KafkaStreams(builder.build(), props);
     CountDownLatch stopped = new CountDownLatch(1);
     streams.setUncaughtExceptionHandler(
@@ -154,13 +180,14 @@ public final class WindowedCount {
       try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
         long caughtUpSince = -1;
         while (!stopped.await(200, TimeUnit.MILLISECONDS)) {
-          boolean caughtUp =
-              streams.state() == KafkaStreams.State.RUNNING
-                  && caughtUp(admin, input, applicationId);
+          boolean caughtUp = streams.state() == KafkaStreams.State.RUNNING;
+          for (String input : inputs) {
+            caughtUp = caughtUp && caughtUp(admin, input, applicationId);
+          }
           long now = System.currentTimeMillis();
           caughtUpSince = caughtUp ? (caughtUpSince < 0 ? now : caughtUpSince) : -1;
           if (caughtUp && now - caughtUpSince >= idleMs) {
-            System.err.println("WindowedCount: input processed to its end, exiting");
+            System.err.println(applicationId + ": input processed to its end, exiting");
             break;
           }
         }
@@ -168,8 +195,7 @@ public final class WindowedCount {
       Runtime.getRuntime().removeShutdownHook(hook);
       streams.close(Duration.ofSeconds(30));
     }
-    boolean failed = streams.state() == KafkaStreams.State.ERROR;
-    System.exit(failed ? 1 : 0);
+    return streams.state() == KafkaStreams.State.ERROR ? 1 : 0;
   }
 
   /**
