@@ -91,4 +91,5 @@ def declare_join(
         pipeline.computations[name],
         on_late=on_late,
         hold_ms=hold_ms(before_ms, after_ms, grace_ms),
+        kind="join",
     )

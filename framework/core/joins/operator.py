@@ -134,6 +134,17 @@ class Joined(Computation):
                 del entries[:closed]
         self._arm(ctx)
 
+    def queried_state(self, state: Any) -> Any:
+        """A key's open records per side, oldest first (`logwheel run --serve`):
+        `{"left": [{"timestamp", "matched", "value"}, ...], "right": [...]}`."""
+        return {
+            name: [
+                {"timestamp": t, "matched": bool(matched), "value": value}
+                for t, matched, value in state.get(side, ())
+            ]
+            for name, side in (("left", LEFT), ("right", RIGHT))
+        }
+
     def _arm(self, ctx: Context) -> None:
         """Set the key's timer at the earliest close among its records (none: none); each
         side's records are sorted by time, so its earliest close is its first record's."""

@@ -13,6 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from framework.core.api import MIN_TIME, Record
+from framework.core.joins.operator import Joined
 from framework.core.pipeline import Pipeline, PipelineError
 from framework.testing import Harness
 
@@ -225,3 +226,18 @@ def test_a_record_of_neither_side_is_dead_lettered_not_taken_for_the_right_one()
     h.advance_watermark(FOREVER)
     assert h.outputs("out") == []
     assert [d.stage for d in h.dead_letter_details()] == ["process_record"]
+
+
+def test_a_query_answers_each_sides_open_records_oldest_first():
+    h = harness(before=5, after=5, how="outer")
+    h.send("orders", "k", {"n": 1}, 10)
+    h.send("payments", "k", {"n": 2}, 14)
+    h.send("orders", "k", {"n": 3}, 2)
+    joined = Joined("orders", "payments", 5, 5, 0, "outer", "out")
+    assert joined.queried_state(h.state("k")) == {
+        "left": [
+            {"timestamp": 2, "matched": False, "value": {"n": 3}},
+            {"timestamp": 10, "matched": True, "value": {"n": 1}},
+        ],
+        "right": [{"timestamp": 14, "matched": True, "value": {"n": 2}}],
+    }
