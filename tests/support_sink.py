@@ -77,7 +77,7 @@ class OrdersSink:
         rows = self.query(
             "SELECT partition, next_offset FROM logwheel_sink_offsets"
             " WHERE sink = %s AND topic = %s",
-            self.group,
+            "db",  # the sink's name as declared
             self.input,
         )
         return dict(rows)

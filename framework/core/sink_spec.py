@@ -26,7 +26,7 @@ class SinkSpec:
 
     @property
     def group(self) -> str:
-        """Its consumer group, and its name in the target's offsets table."""
+        """Its consumer group."""
         return f"{self.pipeline}.{self.name}"
 
     @property

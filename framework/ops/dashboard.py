@@ -62,9 +62,8 @@ def parts(pipeline: Pipeline) -> list[Part]:
         )  # fmt: skip
         for c in pipeline.computations.values()
     ]
-    for name in getattr(pipeline, "sinks", None) or {}:
-        group = f"{pipeline.name}.{name}"
-        found.append(Part(name, "sink", sink_id(name), group, f"{group}.dlq"))
+    for name, sink in pipeline.sinks.items():
+        found.append(Part(name, "sink", sink_id(name), sink.group, sink.dlq))
     return found
 
 
@@ -219,7 +218,10 @@ def _summary(part: Part, ref: str, facts: Facts, partitions: list[dict], options
                 {
                     "stage": stage,
                     "count": n,
-                    "replay": replay_command(ref, part.name, stage, options),
+                    # a sink's refused rows are listed, not replayed (`dlq replay` refuses them)
+                    "replay": None
+                    if part.kind == "sink"
+                    else replay_command(ref, part.name, stage, options),
                 }
                 for stage, n in stages.items()
             ],

@@ -27,8 +27,8 @@ The runtime's side of it, for every sink:
 3. `close()` when the process stops or its partitions go (each `open` starts afresh).
 
 A sink may also define `start(name)`, called once before the first `open` with the sink's
-`<pipeline>.<sink>` name (e.g. its key in an offsets table), and an int `batch` attribute:
-how many records a write takes at most (default `DEFAULT_BATCH`).
+name as declared (`pipeline.sink(name, ...)`: e.g. its key in an offsets table), and an int
+`batch` attribute: how many records a write takes at most (default `DEFAULT_BATCH`).
 """
 
 from __future__ import annotations

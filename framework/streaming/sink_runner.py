@@ -71,7 +71,7 @@ class SinkRunner:
             instance = f"{self.spec.group}.{instance_id(self.dir, self.instance_id)}"
             start = getattr(self.spec.sink, "start", None)
             if callable(start):
-                start(self.spec.group)
+                start(self.spec.name)
             failed = [0]  # memberships in a row that ended in a failure
             while not stop.is_set():
                 membership = self._retrying(

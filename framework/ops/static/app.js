@@ -210,7 +210,8 @@ function computationCard(c, now) {
     letters.append(table(["stage", "dead letters", "replay them with"],
       c.dead_letters.by_stage.map((s) => el("tr", { class: "stage", "data-stage": s.stage },
         cell(s.stage), cell(String(s.count), "num count"),
-        el("td", {}, el("code", { class: "replay" }, s.replay), copyButton(s.replay))))));
+        s.replay ? el("td", {}, el("code", { class: "replay" }, s.replay), copyButton(s.replay))
+          : cell("a sink's refused rows: fix the rows or the table, then write them again")))));
   }
   card.append(letters);
   return card;

@@ -140,10 +140,10 @@ def test_a_replay_command_quotes_what_a_shell_would_split():
 
 
 def test_a_sink_has_its_card_with_its_rows_and_dead_letters_and_no_tasks():
-    from types import SimpleNamespace
+    from framework.core.sink_spec import SinkSpec
 
     p = pipeline()
-    p.sinks = {"db": SimpleNamespace(inputs=("clicks",), sink=object())}  # as `pipeline.sink`
+    p.sinks = {"db": SinkSpec("shop", "db", ("clicks",), object())}  # as `pipeline.sink`
     sink_row = Status("db", "clicks", 0, None, None, 4, NOW - 1, "shop.db.x", offset=9)
     found = facts(status=[*rows(), sink_row])
     found.dead_letters["db"] = {"write": 2}
@@ -152,6 +152,6 @@ def test_a_sink_has_its_card_with_its_rows_and_dead_letters_and_no_tasks():
     assert (db["name"], db["kind"], db["node"], db["group"]) == ("db", "sink", "k:db", "shop.db")
     assert db["tasks"] == [] and db["consumer_lag"] == 4
     assert db["dead_letters"]["topic"] == "shop.db.dlq"
-    assert db["dead_letters"]["by_stage"][0]["replay"].endswith("--computation db --stage write")
+    assert db["dead_letters"]["by_stage"][0]["replay"] is None  # listed, not replayed
     assert status_rows(api) == [dataclasses.asdict(r) for r in [*rows(), sink_row]]
     assert {"k:db"} <= {n["id"] for n in api["graph"]["nodes"]}
