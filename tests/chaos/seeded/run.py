@@ -317,12 +317,22 @@ def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once"
     finally:
         if sampler is not None:
             sampler.stop.set()
-        for inst in instances:
-            inst.job.signal(18) if inst.job.alive() else None  # SIGCONT, in case
-            inst.job.stop(timeout=15)
+        _stop_all(instances)
         broker.close()
     outcome.seconds = time.monotonic() - began
     return outcome
+
+
+def _stop_all(instances: list) -> None:
+    """Stop every instance (SIGCONT first, in case), side by side: one after the other, their
+    clean shutdowns took 0.2 to 1.2 s each, 4 to 5 s for the run's ten."""
+    for inst in instances:
+        inst.job.signal(18) if inst.job.alive() else None  # SIGCONT, in case
+    threads = [threading.Thread(target=i.job.stop, kwargs={"timeout": 15}) for i in instances]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def _start_work(size: Size, instances: list, feeders: list[threading.Thread]) -> None:
