@@ -444,8 +444,8 @@ def test_a_killed_backfill_run_again_finishes_its_plan_once(kafka, tmp_path, spa
         wait_for(task0_committed, 300, interval=1, what="task 0 of the plan to commit")
 
         def task1_stalled_mid_transaction() -> bool:
-            uncommitted = read_topic(kafka, wc.counts_topic, committed=False, idle=1)
-            return len(uncommitted) > len(read_topic(kafka, wc.counts_topic, idle=1))
+            uncommitted = read_topic(kafka, wc.counts_topic, committed=False, to_end=True)
+            return len(uncommitted) > len(read_topic(kafka, wc.counts_topic, to_end=True))
 
         wait_for(task1_stalled_mid_transaction, 120, interval=1, what="task 1's open writes")
     finally:
