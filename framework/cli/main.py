@@ -26,6 +26,7 @@ from framework.cli.jobs import (
 )
 from framework.cli.jvm import register_jars
 from framework.cli.registry import register_registry
+from framework.cli.rescale import register_rescale
 from framework.errors import ConfigurationError, Fatal, Retry
 
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigurationError, Fatal, Retry)
@@ -39,6 +40,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_changelog,
     register_reset,
     register_backfill,
+    register_rescale,
     register_schemas,
     register_acls,
     register_jars,

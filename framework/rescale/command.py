@@ -1,0 +1,390 @@
+"""`logwheel rescale`: move a stopped computation's keyed data to N partitions, on Spark,
+verified, so that `logwheel run` with `partitions=N` goes on as if it had always had N.
+
+What moves: every key's latest state (changelog), pending timers (timer journal), seen record
+ids (`.ids`, regrouped into segments per new partition) and the records still waiting in each
+`.by-key` topic from the group's committed offsets — all read read_committed by Spark's own
+Kafka source — each to the partition Kafka's producer gives its key (murmur2 of the key bytes,
+`kafka/partitioning.py`). The watermark channel is rebuilt (framework/rescale/marks.py) and the
+group's offsets set: each new `.by-key` partition from its start, each re-keyed source stream
+where the group stood (its partition count does not change). An input read by its Kafka key
+keeps its topic's count: such a computation is refused, with what to do.
+
+How the switch works. Kafka cannot rename a topic or change a compacted topic's partitioning,
+and the contract fixes the names, so the data goes through staging topics:
+
+1. Stage. With the group empty (no live members) and no open transaction on the old topics,
+   note their offsets, write every key to the staging topics `<group>.rescale.changelog`,
+   `.rescale.timers`, `.rescale.ids`, `.rescale.<stream>.by-key` (N partitions, emptied
+   first), and verify old against staging key by key (per-key checksums, row counts, every row
+   in its key's partition). Nothing of the old topics has changed: a rescale killed here, or
+   whose verification fails, leaves them as they were — `run` with the old declaration still
+   works — and running the command again stages afresh. Before going on it checks that the
+   group is still empty and the old topics' ends have not moved.
+2. Switch. The compacted record `switching` (N, the old count, the sources' offsets) goes to
+   `<group>.rescale`; from here the staging topics are the truth. The old topics are deleted
+   and created again with N partitions, the staging topics are copied into them and copy is
+   verified against staging. A rescale killed anywhere in this step finds `switching` when run
+   again, and deletes, creates, copies and verifies again from staging.
+3. Finish, in one transaction: the rebuilt marks, the group's offsets and the record `done`.
+   Then the staging topics are deleted. Local stores notice the new topics (their topic ids)
+   and restore from them at the next start.
+
+Running the command again after it finished does nothing. Downstream computations that read
+this one's outputs expect a mark from each of its N tasks: run them with the same declaration.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from framework.backfill.plan import read_compacted, start_watermarks
+from framework.backfill.session import session
+from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
+from framework.core.watermarks import encode_mark
+from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
+from framework.kafka.groups import commit_metadata, refuse_live_members
+from framework.kafka.topics import COMPACT, DELETE, TopicSpec, create_topics, ensure_topics
+from framework.rescale.marks import rebuilt_marks
+from framework.rescale.views import Topics, ranges_of, verify, view
+from framework.rescale.writer import write_view
+
+MARKER_KEY = b"rescale"
+MARKERS_S = 15.0
+"""How long a partition's last stable offset may stay behind its end before the rescale
+takes it for an open transaction."""
+Offsets = dict[str, dict[int, tuple[int, int]]]
+
+
+def topics_of(spec: ComputationSpec, staging: bool = False) -> Topics:
+    """The computation's keyed topics, or (`staging`) the rescale's copies of them."""
+    prefix = f"{spec.group}.rescale" if staging else spec.group
+    return Topics(
+        f"{prefix}.changelog",
+        f"{prefix}.timers",
+        f"{prefix}.ids" if spec.dedup is not None else None,
+        {i.stream: f"{prefix}.{i.stream}.by-key" for i in spec.inputs if i.key is not None},
+    )
+
+
+def marker_topic(spec: ComputationSpec) -> str:
+    return f"{spec.group}.rescale"
+
+
+def next_step(marker: dict | None, current: int, partitions: int) -> str:
+    """What a run of the command does: "switch" (finish an interrupted switch), "nothing" (the
+    topics already have `partitions`) or "stage" (from the start)."""
+    if marker is not None and marker.get("status") == "switching":
+        if marker["partitions"] != partitions:
+            raise PipelineError(
+                f"an interrupted rescale to {marker['partitions']} partitions has already "
+                "replaced the old topics: finish it first (logwheel rescale ... --partitions "
+                f"{marker['partitions']}), then rescale again"
+            )
+        return "switch"
+    return "nothing" if current == partitions else "stage"
+
+
+def rescale(
+    pipeline: Pipeline,
+    computation: str,
+    partitions: int,
+    *,
+    bootstrap: str,
+    master: str = "local[*]",
+    spark: Any = None,
+    spark_conf: dict | None = None,
+    kafka: dict | None = None,
+    dry_run: bool = False,
+    report: Callable[[str], None] = lambda line: None,
+    on_step: Callable[[str], None] = lambda step: None,
+) -> list[str]:
+    """Rescale `computation` to `partitions` (see the module doc); returns the lines it
+    reported. `on_step` hears "staged", "switching", "deleted", "copied" and "done"."""
+    spec = pipeline[computation]
+    kafka = dict(kafka or {})
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        lines.append(line)
+        report(line)
+
+    if partitions < 1:
+        raise PipelineError(f"--partitions {partitions}: give a count of 1 or more")
+    admin = AdminClient(client_config(bootstrap, kafka))
+    counts = {n: len(t.partitions) for n, t in admin.list_topics(timeout=30).topics.items()}
+    _refuse_unmovable(spec, counts, partitions)
+    refuse_live_members(admin, spec, then="rescale")
+    ensure_topics(admin, [TopicSpec(marker_topic(spec), 1, dict(COMPACT), "rescale", True)])
+    raw = read_compacted(bootstrap, marker_topic(spec), reader_group(spec.group), kafka)
+    marker = json.loads(raw[MARKER_KEY.decode()]) if MARKER_KEY.decode() in raw else None
+    if spec.changelog not in counts and (marker is None or marker.get("status") != "switching"):
+        raise PipelineError(
+            f"{spec.changelog} does not exist: {spec.group} has no state to rescale; declare "
+            f"it with partitions={partitions} and run it"
+        )
+    step = next_step(marker, counts.get(spec.changelog, 0), partitions)
+    if step == "nothing":
+        say(f"{spec.group} already has {partitions} partitions: nothing to do")
+        return lines
+    owned = spark is None and not dry_run
+    if owned:
+        spark = session(master, f"logwheel-rescale-{spec.group}", spark_conf)
+    try:
+        if step == "stage":
+            marker = _stage(spec, partitions, counts, bootstrap, kafka, spark, dry_run, say)
+            if dry_run:
+                return lines
+            on_step("staged")
+            _write_marker(spec, marker, bootstrap, kafka)
+            on_step("switching")
+        assert marker is not None
+        _switch(pipeline, spec, marker, bootstrap, kafka, spark, say, on_step)
+    finally:
+        if owned:
+            spark.stop()
+    return lines
+
+
+def _refuse_unmovable(spec: ComputationSpec, counts: dict[str, int], partitions: int) -> None:
+    for i in spec.inputs:
+        if i.key is None:
+            raise PipelineError(
+                f"{spec.group} reads {i.stream!r} by its Kafka key: its partitions are that "
+                f"topic's ({counts.get(i.stream)}), which rescale does not change. Read it with "
+                "key_by(...) (its records are then re-keyed to the computation's partitions) "
+                f"and rescale, or write it to a topic of {partitions} partitions and read that"
+            )
+    for name, topic in spec.tables.items():
+        if counts.get(topic) != partitions:
+            raise PipelineError(
+                f"{spec.group} joins table {name!r} ({topic}, {counts.get(topic)} partitions), "
+                f"co-partitioned with its key space: give the table {partitions} partitions "
+                "first (rescale its own computation), then rescale this one"
+            )
+
+
+def _ends(bootstrap: str, kafka: dict, spec: ComputationSpec, topics: list[str],
+          counts: dict[str, int]) -> dict[tuple[str, int], tuple[int, int]]:  # fmt: skip
+    """(low, read_committed end) of every partition of `topics`; an open transaction (the
+    last stable offset behind the high watermark) refuses the rescale."""
+    committed = Consumer(consumer_config(bootstrap, reader=reader_group(spec.group), extra=kafka))
+    uncommitted = Consumer(
+        consumer_config(
+            bootstrap,
+            reader=reader_group(spec.group),
+            extra={**kafka, "isolation.level": "read_uncommitted"},
+        )  # fmt: skip
+    )
+    out = {}
+    try:
+        for topic in topics:
+            for p in range(counts.get(topic, 0)):
+                tp = TopicPartition(topic, p)
+                # a transaction's markers follow its commit by a moment: wait that out
+                deadline = time.monotonic() + MARKERS_S
+                while True:
+                    low, end = committed.get_watermark_offsets(tp, 30)
+                    _, high = uncommitted.get_watermark_offsets(tp, 30)
+                    if end == high:
+                        break
+                    if time.monotonic() > deadline:
+                        raise PipelineError(
+                            f"{topic}[{p}] has an open transaction (a killed instance's): wait "
+                            "out its transaction timeout, or run and stop the computation "
+                            "once, then rescale"
+                        )
+                    time.sleep(0.2)
+                out[(topic, p)] = (low, end)
+    finally:
+        committed.close()
+        uncommitted.close()
+    return out
+
+
+def _committed(bootstrap: str, kafka: dict, spec: ComputationSpec,
+               tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:  # fmt: skip
+    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
+    try:
+        found = consumer.committed([TopicPartition(t, p) for t, p in tps], timeout=30)
+    finally:
+        consumer.close()
+    return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
+
+
+def _stage(spec: ComputationSpec, partitions: int, counts: dict[str, int], bootstrap: str,
+           kafka: dict, spark: Any, dry_run: bool, say: Callable[[str], None]) -> dict:  # fmt: skip
+    """Step 1: write the staging topics and verify them; the switch's marker record."""
+    old, staging = topics_of(spec), topics_of(spec, staging=True)
+    current = counts[spec.changelog]
+    present = [t for t in old.all() if t in counts]
+    ends = _ends(bootstrap, kafka, spec, present, counts)
+    streams = [i.stream for i in spec.inputs if i.key is not None]
+    wanted = [tp for tp in ends if tp[0] in old.by_key.values()]
+    wanted += [(s, p) for s in streams for p in range(counts.get(s, 0))]
+    committed = _committed(bootstrap, kafka, spec, wanted)
+    offsets: Offsets = {}
+    for (topic, p), (low, end) in ends.items():
+        start = max(low, committed.get((topic, p), low)) if topic in old.by_key.values() else low
+        offsets.setdefault(topic, {})[p] = (start, end)
+    pending = sum(e - s for t in old.by_key.values() for s, e in offsets.get(t, {}).values())
+    sources = [[s, p, committed[(s, p)]] for s in streams for p in range(counts.get(s, 0))
+               if (s, p) in committed]  # fmt: skip
+    say(f"rescale {spec.group}: {current} -> {partitions} partitions: {', '.join(present)}")
+    say(f"rescale {spec.group}: up to {pending} records pending in its .by-key topics; the "
+        f"sources {', '.join(streams) or '(none)'} keep their partitions and offsets")  # fmt: skip
+    if dry_run:
+        say(f"would: stage into {', '.join(staging.all())}, verify, switch, rebuild "
+            f"{spec.watermarks} and set {spec.group}'s offsets")  # fmt: skip
+        return {}
+    started = time.monotonic()
+    _recreate(bootstrap, kafka, _staging_specs(spec, staging, partitions))
+    frame = view(spark, old, offsets, bootstrap, kafka)
+    if frame is not None:
+        write_view(frame, staging, partitions, bootstrap, kafka, f"{spec.group}.rescale.stage",
+                   _tasks(spark))  # fmt: skip
+    staged = view(spark, staging, _all_of(bootstrap, kafka, spec, staging, partitions),
+                  bootstrap, kafka)  # fmt: skip
+    checked = verify(frame, staged, partitions, spark)
+    for line in checked.lines("old -> staging"):
+        say(line)
+    if not checked.ok:
+        raise PipelineError(
+            f"rescale {spec.group}: the staging topics do not match the old ones (above); "
+            "nothing was switched, the old topics are as they were: run the rescale again"
+        )
+    refuse_live_members(AdminClient(client_config(bootstrap, kafka)), spec, then="rescale")
+    if _ends(bootstrap, kafka, spec, present, counts) != ends:
+        raise PipelineError(
+            f"rescale {spec.group}: its topics changed while it was staged (was it run?); "
+            "nothing was switched: stop it and run the rescale again"
+        )
+    say(f"rescale {spec.group}: staged and verified in {time.monotonic() - started:.1f} s")
+    return {"status": "switching", "partitions": partitions, "from": current, "sources": sources}
+
+
+def _staging_specs(spec: ComputationSpec, staging: Topics, partitions: int) -> list[TopicSpec]:
+    journals = [staging.changelog, staging.timers, *([staging.ids] if staging.ids else [])]
+    specs = [TopicSpec(t, partitions, dict(COMPACT), "rescale", True) for t in journals]
+    specs += [TopicSpec(t, partitions, dict(DELETE), "rescale", True)
+              for t in staging.by_key.values()]  # fmt: skip
+    return specs
+
+
+def _tasks(spark: Any) -> int:
+    return max(1, spark.sparkContext.defaultParallelism)
+
+
+def _all_of(bootstrap: str, kafka: dict, spec: ComputationSpec, topics: Topics,
+            partitions: int) -> Offsets:  # fmt: skip
+    counts = {t: partitions for t in topics.all()}
+    ends = _ends(bootstrap, kafka, spec, topics.all(), counts)
+    return ranges_of((t, p, low, end) for (t, p), (low, end) in ends.items())
+
+
+def _recreate(bootstrap: str, kafka: dict, specs: list[TopicSpec]) -> None:
+    """Delete the topics of `specs` that exist, then create them all empty."""
+    admin = AdminClient(client_config(bootstrap, kafka))
+    delete_topics(admin, [s.name for s in specs])
+    ensure_topics(admin, specs)
+
+
+def delete_topics(admin: AdminClient, names: list[str], timeout: float = 60) -> None:
+    """Delete those of `names` that exist and wait until the cluster no longer lists them."""
+    doomed = [t for t in names if t in admin.list_topics(timeout=30).topics]
+    if not doomed:
+        return
+    for future in admin.delete_topics(doomed, operation_timeout=30).values():
+        future.result()
+    deadline = time.monotonic() + timeout
+    while set(doomed) & set(admin.list_topics(timeout=30).topics):
+        if time.monotonic() > deadline:
+            raise PipelineError(f"topics {doomed} were not deleted within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+def _write_marker(spec: ComputationSpec, marker: dict, bootstrap: str, kafka: dict) -> None:
+    producer = Producer(producer_config(bootstrap, extra=kafka))
+    producer.produce(marker_topic(spec), json.dumps(marker).encode(), MARKER_KEY, partition=0)
+    if producer.flush(30):
+        raise PipelineError(f"could not write to {marker_topic(spec)}: is the broker reachable?")
+
+
+def _switch(pipeline: Pipeline, spec: ComputationSpec, marker: dict, bootstrap: str,
+            kafka: dict, spark: Any, say: Callable[[str], None],
+            on_step: Callable[[str], None]) -> None:  # fmt: skip
+    """Steps 2 and 3: replace the old topics by copies of the staging ones, then finish."""
+    partitions = marker["partitions"]
+    old, staging = topics_of(spec), topics_of(spec, staging=True)
+    started = time.monotonic()
+    admin = AdminClient(client_config(bootstrap, kafka))
+    delete_topics(admin, old.all())
+    on_step("deleted")
+    rescaled = replace(spec, partitions=partitions)
+    new_pipeline = replace(pipeline, computations={**pipeline.computations, spec.name: rescaled})
+    create_topics(bootstrap, new_pipeline, client_config=kafka, part=spec.name)
+    staged = view(spark, staging, _all_of(bootstrap, kafka, spec, staging, partitions),
+                  bootstrap, kafka)  # fmt: skip
+    last: dict[tuple[str, int], int] = {}
+    if staged is not None:
+        written = write_view(staged, old, partitions, bootstrap, kafka,
+                             f"{spec.group}.rescale.copy", _tasks(spark))  # fmt: skip
+        last = written.last
+    copied = view(spark, old, _all_of(bootstrap, kafka, spec, old, partitions), bootstrap, kafka)
+    checked = verify(staged, copied, partitions, spark)
+    for line in checked.lines("staging -> new"):
+        say(line)
+    if not checked.ok:
+        raise PipelineError(
+            f"rescale {spec.group}: the new topics do not match the staging ones (above): run "
+            "the rescale again (it copies again from the staging topics)"
+        )
+    on_step("copied")
+    marks = _finish(spec, marker, last, bootstrap, kafka)
+    delete_topics(admin, [*staging.all()])
+    say(f"rescale {spec.group}: switched to {partitions} partitions in "
+        f"{time.monotonic() - started:.1f} s; {len(marks)} marks rebuilt on {spec.watermarks}; "
+        f"run it with partitions={partitions}")  # fmt: skip
+    on_step("done")
+
+
+def _finish(spec: ComputationSpec, marker: dict, last: dict[tuple[str, int], int],
+            bootstrap: str, kafka: dict) -> list:  # fmt: skip
+    """In one transaction: the rebuilt marks, the group's offsets and the marker `done`."""
+    partitions = marker["partitions"]
+    _, previous = start_watermarks(bootstrap, spec, kafka)
+    topics = AdminClient(client_config(bootstrap, kafka)).list_topics(timeout=30).topics
+    counts = {t: len(m.partitions) for t, m in topics.items()}
+    marks, deleted = rebuilt_marks(spec, marker["from"], partitions, previous, last, counts,
+                                   counts)  # fmt: skip
+    config = producer_config(
+        bootstrap, transactional_id=f"{spec.group}.rescale.finish", extra=kafka
+    )
+    producer = Producer(config)
+    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
+    try:
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        for mark in marks:
+            producer.produce(spec.watermarks, encode_mark(mark), mark.producer.encode(),
+                             partition=0)  # fmt: skip
+        for producer_id in deleted:
+            producer.produce(spec.watermarks, None, producer_id.encode(), partition=0)
+        done = {**marker, "status": "done"}
+        producer.produce(marker_topic(spec), json.dumps(done).encode(), MARKER_KEY, partition=0)
+        metadata = commit_metadata(f"rescale/{partitions}")
+        offsets = [TopicPartition(s, p, o, metadata=metadata) for s, p, o in marker["sources"]]
+        offsets += [TopicPartition(t, q, 0, metadata=metadata)
+                    for t in spec.keyed_topics for q in range(partitions)]  # fmt: skip
+        producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
+        producer.commit_transaction(60)
+    finally:
+        consumer.close()
+    return marks
