@@ -134,6 +134,10 @@ def rescale(
     if step == "nothing":
         say(f"{spec.group} already has {partitions} partitions: nothing to do")
         return lines
+    if step == "switch" and dry_run:
+        say(f"would: finish the interrupted switch of {spec.group} to {partitions} partitions "
+            "from its staging topics")  # fmt: skip
+        return lines
     owned = spark is None and not dry_run
     if owned:
         spark = session(master, f"logwheel-rescale-{spec.group}", spark_conf)
@@ -247,19 +251,9 @@ def _stage(spec: ComputationSpec, partitions: int, counts: dict[str, int], boots
     started = time.monotonic()
     _recreate(bootstrap, kafka, _staging_specs(spec, staging, partitions))
     frame = view(spark, old, offsets, bootstrap, kafka)
-    if frame is not None:
-        write_view(frame, staging, partitions, bootstrap, kafka, f"{spec.group}.rescale.stage",
-                   _tasks(spark))  # fmt: skip
-    staged = view(spark, staging, _all_of(bootstrap, kafka, spec, staging, partitions),
-                  bootstrap, kafka)  # fmt: skip
-    checked = verify(frame, staged, partitions, spark)
-    for line in checked.lines("old -> staging"):
-        say(line)
-    if not checked.ok:
-        raise PipelineError(
-            f"rescale {spec.group}: the staging topics do not match the old ones (above); "
-            "nothing was switched, the old topics are as they were: run the rescale again"
-        )
+    _copy(spec, frame, staging, partitions, "stage", bootstrap, kafka, spark, say,
+          "the staging topics do not match the old ones (above); nothing was switched, the old "
+          "topics are as they were: run the rescale again")  # fmt: skip
     refuse_live_members(AdminClient(client_config(bootstrap, kafka)), spec, then="rescale")
     if _ends(bootstrap, kafka, spec, present, counts) != ends:
         raise PipelineError(
@@ -268,6 +262,27 @@ def _stage(spec: ComputationSpec, partitions: int, counts: dict[str, int], boots
         )
     say(f"rescale {spec.group}: staged and verified in {time.monotonic() - started:.1f} s")
     return {"status": "switching", "partitions": partitions, "from": current, "sources": sources}
+
+
+def _copy(spec: ComputationSpec, frame: Any | None, targets: Topics, partitions: int,
+          step: str, bootstrap: str, kafka: dict, spark: Any, say: Callable[[str], None],
+          failed: str) -> dict[tuple[str, int], int]:  # fmt: skip
+    """Write `frame` to `targets` and verify them against it, key by key (PipelineError with
+    `failed` if they differ); the last offset written per target partition."""
+    last: dict[tuple[str, int], int] = {}
+    if frame is not None:
+        prefix = f"{spec.group}.rescale.{step}"
+        last = write_view(frame, targets, partitions, bootstrap, kafka, prefix,
+                          _tasks(spark)).last  # fmt: skip
+    copied = view(spark, targets, _all_of(bootstrap, kafka, spec, targets, partitions),
+                  bootstrap, kafka)  # fmt: skip
+    checked = verify(frame, copied, partitions, spark)
+    what = "old -> staging" if step == "stage" else "staging -> new"
+    for line in checked.lines(what):
+        say(line)
+    if not checked.ok:
+        raise PipelineError(f"rescale {spec.group}: {failed}")
+    return last
 
 
 def _staging_specs(spec: ComputationSpec, staging: Topics, partitions: int) -> list[TopicSpec]:
@@ -332,20 +347,9 @@ def _switch(pipeline: Pipeline, spec: ComputationSpec, marker: dict, bootstrap: 
     create_topics(bootstrap, new_pipeline, client_config=kafka, part=spec.name)
     staged = view(spark, staging, _all_of(bootstrap, kafka, spec, staging, partitions),
                   bootstrap, kafka)  # fmt: skip
-    last: dict[tuple[str, int], int] = {}
-    if staged is not None:
-        written = write_view(staged, old, partitions, bootstrap, kafka,
-                             f"{spec.group}.rescale.copy", _tasks(spark))  # fmt: skip
-        last = written.last
-    copied = view(spark, old, _all_of(bootstrap, kafka, spec, old, partitions), bootstrap, kafka)
-    checked = verify(staged, copied, partitions, spark)
-    for line in checked.lines("staging -> new"):
-        say(line)
-    if not checked.ok:
-        raise PipelineError(
-            f"rescale {spec.group}: the new topics do not match the staging ones (above): run "
-            "the rescale again (it copies again from the staging topics)"
-        )
+    last = _copy(spec, staged, old, partitions, "copy", bootstrap, kafka, spark, say,
+                 "the new topics do not match the staging ones (above): run the rescale again "
+                 "(it copies again from the staging topics)")  # fmt: skip
     on_step("copied")
     marks = _finish(spec, marker, last, bootstrap, kafka)
     delete_topics(admin, [*staging.all()])

@@ -1,7 +1,8 @@
 """`logwheel rescale` on a real broker and Spark local: a re-keyed computation with state,
 event-time timers and dedup ids, stopped mid-input with records waiting in its `.by-key` topic
-and on its source, rescaled 4 -> 8 and 8 -> 3 (the second one first SIGKILLed after staging,
-then run again); after each, `run` with the new declaration goes on with the rest of the input.
+and on its source, rescaled 4 -> 8 and (LOGWHEEL_CHAOS_FULL=1, `make chaos`) 8 -> 3, one of
+them interrupted and run again; after each, `run` with the new declaration goes on with the
+rest of the input.
 In the end every key's outputs are what one run over the whole input gives: each click counted
 once in order, each timer fired once, the duplicates of clicks seen before a rescale dropped
 after it. One Spark session serves the module's rescales (the killed one has its own process).
@@ -17,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from confluent_kafka import Producer
@@ -39,7 +41,8 @@ from tests.support import (
     write_job,
 )
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = pytest.mark.timeout(900)
+FULL = os.environ.get("LOGWHEEL_CHAOS_FULL") == "1"
 
 T0 = 1_700_000_000_000
 STEP = 100  # ms between clicks; a click's timer is 500 ms after it
@@ -96,12 +99,38 @@ def pend(kafka: str, topic: str, partitions: int, clicks: list[tuple[str, str, i
     assert producer.flush(30) == 0
 
 
-def outputs(kafka: str, out: str, expect: int) -> list[dict]:
-    msgs = read_topic(kafka, out, expect=expect, timeout=120)
-    return [json.loads(m.value()) for m in sorted(msgs, key=lambda m: (m.partition(), m.offset()))]
+def outputs(kafka: str, out: str, clicks: int, timers: int = 0) -> list[dict]:
+    """The outputs once at least `clicks` click outputs and `timers` timer outputs are there
+    (read to the end, read_committed, again until then)."""
+    deadline = time.monotonic() + 120
+    while True:
+        msgs = read_topic(kafka, out, to_end=True)
+        got = [
+            json.loads(m.value()) for m in sorted(msgs, key=lambda m: (m.partition(), m.offset()))
+        ]
+        fired = sum("timer" in v for v in got)
+        if len(got) - fired >= clicks and fired >= timers or time.monotonic() > deadline:
+            return got
+        time.sleep(0.5)
 
 
-def test_rescale_4_to_8_to_3_goes_on_as_if_it_always_had_that_count(kafka, tmp_path, unique):
+class Interrupted(Exception):  # noqa: N818 - what the test does to the rescale
+    """Raised by `on_step` in the middle of the switch: the old topics are already deleted."""
+
+
+def interrupt_at(step: str):
+    def on_step(reached: str) -> None:
+        if reached == step:
+            raise Interrupted(step)
+
+    return on_step
+
+
+@pytest.mark.parametrize("full", [pytest.param(FULL, id="full" if FULL else "reduced")])
+def test_rescale_goes_on_as_if_it_had_always_had_that_count(kafka, tmp_path, unique, full):
+    """Reduced (make test): 4 -> 8, interrupted in the middle of the switch (old topics deleted)
+    and run again. Full (LOGWHEEL_CHAOS_FULL=1): 4 -> 8, then 8 -> 3 SIGKILLed after staging
+    (the old topics untouched) and run again."""
     name = unique("rescale")
     clicks_topic, out = f"{name}-clicks", f"{name}-out"
     refs, pipelines = {}, {}
@@ -113,54 +142,58 @@ def test_rescale_4_to_8_to_3_goes_on_as_if_it_always_had_that_count(kafka, tmp_p
     state = tmp_path / "state"
     stream = Input()
     by_key = pipelines[4]["count"].by_key(clicks_topic)
+    admin = AdminClient({"bootstrap.servers": kafka})
 
-    def run(n: int, expect: int) -> list[dict]:
+    def run(n: int, clicks: int, timers: int = 0) -> list[dict]:
         job = Job(refs[n], bootstrap=kafka, state_dir=state, path=tmp_path).start()
         try:
-            got = outputs(kafka, out, expect)
+            got = outputs(kafka, out, clicks, timers)
         finally:
             assert job.stop() == 0, job.output()[-3000:]
         wait_until_resettable(pipelines[n], "count", kafka, state)
         return got
 
-    def records(got: list[dict]) -> int:
-        return sum("click" in v for v in got)
+    def verified(lines: list[str]) -> None:
+        print("\n".join(lines))
+        checks = [line for line in lines if "checksums differ" in line]
+        assert checks and all(": 0 keys " in c and c.endswith("OK") for c in checks)
 
     send_clicks(kafka, clicks_topic, stream.clicks(60, dups=5))
     got = run(4, len(set(stream.sent)))
-    assert records(got) == len(set(stream.sent))
+    assert sum("click" in v for v in got) == len(set(stream.sent))
 
     spark = session("local[2]", "logwheel-test-rescale")
     try:
         # stopped mid-input: clicks re-keyed but unread, and clicks on the source unread
         pend(kafka, by_key, 4, stream.clicks(20, dups=4))
         send_clicks(kafka, clicks_topic, stream.clicks(20, dups=4))
-        lines = rescale(pipelines[8], "count", 8, bootstrap=kafka, spark=spark)
-        print("\n".join(lines))
-        assert any("0 keys whose checksums differ" in line and "OK" in line for line in lines)
-        assert len(AdminClient({"bootstrap.servers": kafka}).list_topics(timeout=30)
-                   .topics[by_key].partitions) == 8  # fmt: skip
+        if not full:
+            with pytest.raises(Interrupted):
+                rescale(pipelines[8], "count", 8, bootstrap=kafka, spark=spark,
+                        on_step=interrupt_at("deleted"))  # fmt: skip
+            assert by_key not in admin.list_topics(timeout=30).topics
+        verified(rescale(pipelines[8], "count", 8, bootstrap=kafka, spark=spark))
+        assert len(admin.list_topics(timeout=30).topics[by_key].partitions) == 8
         with pytest.raises(PipelineError, match="logwheel rescale .* --partitions 4"):
             create_part_topics(kafka, pipelines[4], "count", {})  # what `run` does at start
-
-        send_clicks(kafka, clicks_topic, stream.clicks(20, dups=10))
-        got = run(8, records(got) + len(set(stream.sent)) - records(got))
-
-        pend(kafka, by_key, 8, stream.clicks(20, dups=6))
-        send_clicks(kafka, clicks_topic, stream.clicks(20, dups=6))
-        killed = subprocess.run(
-            [sys.executable, "-m", "tests.integration.rescale_killed", refs[3], "count", "3",
-             kafka, "staged"],
-            env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"},
-            capture_output=True, text=True, timeout=300, cwd=REPO,
-        )  # fmt: skip
-        assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-3000:]
-        topics = AdminClient({"bootstrap.servers": kafka}).list_topics(timeout=30).topics
-        assert len(topics[by_key].partitions) == 8  # the old topics are untouched
-        lines = rescale(pipelines[3], "count", 3, bootstrap=kafka, spark=spark)
-        print("\n".join(lines))
-        assert rescale(pipelines[3], "count", 3, bootstrap=kafka, spark=spark) == [
-            f"{name}.count already has 3 partitions: nothing to do"
+        final = 8
+        if full:
+            send_clicks(kafka, clicks_topic, stream.clicks(20, dups=10))
+            run(8, len(set(stream.sent)))
+            pend(kafka, by_key, 8, stream.clicks(20, dups=6))
+            send_clicks(kafka, clicks_topic, stream.clicks(20, dups=6))
+            killed = subprocess.run(
+                [sys.executable, "-m", "tests.integration.rescale_killed", refs[3], "count",
+                 "3", kafka, "staged"],
+                env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"},
+                capture_output=True, text=True, timeout=300, cwd=REPO,
+            )  # fmt: skip
+            assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-3000:]
+            assert len(admin.list_topics(timeout=30).topics[by_key].partitions) == 8  # untouched
+            verified(rescale(pipelines[3], "count", 3, bootstrap=kafka, spark=spark))
+            final = 3
+        assert rescale(pipelines[final], "count", final, bootstrap=kafka, spark=spark) == [
+            f"{name}.count already has {final} partitions: nothing to do"
         ]
     finally:
         spark.stop()
@@ -173,7 +206,7 @@ def test_rescale_4_to_8_to_3_goes_on_as_if_it_always_had_that_count(kafka, tmp_p
     unique_clicks = list(dict.fromkeys(stream.sent)) + [(u, c) for u, c, _ in end]
     want_records = counted(unique_clicks, dedup=True)
     timers = collections.Counter((u, "t" + c) for u, c in unique_clicks if not u.startswith("zz"))
-    got = run(3, len(unique_clicks) + sum(timers.values()))
+    got = run(final, len(unique_clicks), sum(timers.values()))
 
     per_key: dict[str, list[tuple[str, int]]] = collections.defaultdict(list)
     fired: collections.Counter = collections.Counter()
@@ -183,4 +216,4 @@ def test_rescale_4_to_8_to_3_goes_on_as_if_it_always_had_that_count(kafka, tmp_p
         elif not v["user"].startswith("zz"):
             fired[(v["user"], v["timer"])] += 1
     assert dict(per_key) == want_records  # exactly once, in order, duplicates dropped
-    assert fired == timers  # each timer fired once, across both rescales
+    assert fired == timers  # each timer fired once, across the rescales

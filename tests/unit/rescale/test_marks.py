@@ -1,17 +1,13 @@
-"""The rescaled watermark channel (framework/rescale/marks.py) and what a run of `logwheel
-rescale` does next after an interruption (framework/rescale/command.py: next_step)."""
+"""The rescaled watermark channel (framework/rescale/marks.py) and the keys of regrouped id
+segments (framework/rescale/writer.py)."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
 from framework import Computation, Dedup, Pipeline, key_by
 from framework.core.api import MIN_TIME
-from framework.core.pipeline import PipelineError
 from framework.core.watermarks import Mark
-from framework.rescale.command import next_step
 from framework.rescale.marks import rebuilt_marks
 from framework.rescale.writer import segment_key
 
@@ -69,17 +65,6 @@ def test_rekeying_marks_keep_their_watermark_and_wait_for_the_moved_pending_reco
     marks, _ = rebuilt_marks(spec(), 4, 2, old, {(by_key, 1): 4}, {"out": 1}, {"clicks": 1})
     assert marks == [Mark("c/by-key/clicks/0", 800, False, {(by_key, 0): -1, (by_key, 1): 4},
                           MIN_TIME, 7)]  # fmt: skip
-
-
-def test_an_interrupted_switch_is_finished_and_a_finished_rescale_does_nothing():
-    switching = {"status": "switching", "partitions": 8, "from": 4}
-    assert next_step(switching, 0, 8) == "switch"  # old topics gone: finish from staging
-    assert next_step(switching, 8, 8) == "switch"
-    assert next_step(None, 4, 8) == "stage"
-    assert next_step({"status": "done", "partitions": 8}, 8, 8) == "nothing"
-    assert next_step({"status": "done", "partitions": 8}, 8, 3) == "stage"
-    with pytest.raises(PipelineError, match="--partitions 8"):
-        next_step(switching, 0, 3)
 
 
 def test_regrouped_id_segments_have_the_same_keys_on_every_run():
