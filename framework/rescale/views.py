@@ -18,9 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from framework.backfill.frames import read
+from framework.backfill.frames import exploded_ids, read
 from framework.backfill.plan import Range
-from framework.core.dedup import decode_segment
 
 STATE, TIMER, ID, PENDING = "state", "timer", "id", "pending"
 KINDS = (STATE, TIMER, ID, PENDING)
@@ -80,17 +79,10 @@ def view(
         parts.append(_rows(timers, TIMER, key, F.encode(key, "UTF-8")))
     ids = latest(topics.ids) if topics.ids else None
     if ids is not None:
-
-        @F.udf("struct<start:long,ids:array<struct<key:string,id:string>>>")
-        def segment(key, value):
-            decoded = decode_segment(bytes(key), bytes(value))
-            return decoded.start, decoded.ids
-
         exploded = (
-            ids.withColumn("s", segment("key", "value"))
-            .withColumn("e", F.explode("s.ids"))
+            exploded_ids(ids)
             .withColumn("segment", F.col("key"))
-            .withColumn("value", F.encode(F.col("e.id"), "UTF-8"))
+            .withColumn("value", F.col("e.id").cast("binary"))
         )
         key = F.col("e.key")
         parts.append(
