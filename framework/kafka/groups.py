@@ -1,15 +1,18 @@
-"""Consumer groups as logwheel uses them: what a commit of offsets carries, and refusing to
-move a group's offsets or write its state while the group has live members."""
+"""Consumer groups as logwheel uses them: what a commit of offsets carries, refusing to move a
+group's offsets or write its state while the group has live members, and moving them in one
+transaction with records (a backfill's and a rescale's last step)."""
 
 from __future__ import annotations
 
 import json
 import time
 
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.clock import now_ms
 from framework.core.pipeline import ComputationSpec, PipelineError
+from framework.kafka.config import consumer_config, producer_config
 from framework.kafka.errors import Unreachable, reaching_kafka
 
 
@@ -37,3 +40,26 @@ def refuse_live_members(admin: AdminClient, spec: ComputationSpec, then: str = "
 def commit_metadata(instance: str) -> str:
     """What a commit of input offsets carries for `logwheel status`: when, and by whom."""
     return json.dumps({"committed_at": now_ms(), "instance": instance})
+
+
+def commit_with_offsets(
+    bootstrap: str,
+    kafka: dict | None,
+    transactional_id: str,
+    group: str,
+    records: list[tuple[str, bytes, bytes | None]],
+    offsets: list[TopicPartition],
+) -> None:
+    """In one transaction of `transactional_id`: `records` (topic, key, value; partition 0 of
+    single-partition topics) and `group`'s committed `offsets`."""
+    producer = Producer(producer_config(bootstrap, transactional_id=transactional_id, extra=kafka))
+    consumer = Consumer(consumer_config(bootstrap, reader=group, extra=kafka))
+    try:
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        for topic, key, value in records:
+            producer.produce(topic, value, key, partition=0)
+        producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
+        producer.commit_transaction(60)
+    finally:
+        consumer.close()

@@ -50,7 +50,7 @@ from framework.backfill.session import session
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import encode_mark
 from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
-from framework.kafka.groups import commit_metadata, refuse_live_members
+from framework.kafka.groups import commit_metadata, commit_with_offsets, refuse_live_members
 from framework.kafka.topics import COMPACT, DELETE, TopicSpec, create_topics, ensure_topics
 from framework.rescale.marks import rebuilt_marks
 from framework.rescale.views import Topics, ranges_of, verify, view
@@ -368,27 +368,14 @@ def _finish(spec: ComputationSpec, marker: dict, last: dict[tuple[str, int], int
     counts = {t: len(m.partitions) for t, m in topics.items()}
     marks, deleted = rebuilt_marks(spec, marker["from"], partitions, previous, last, counts,
                                    counts)  # fmt: skip
-    config = producer_config(
-        bootstrap, transactional_id=f"{spec.group}.rescale.finish", extra=kafka
-    )
-    producer = Producer(config)
-    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
-    try:
-        producer.init_transactions(60)
-        producer.begin_transaction()
-        for mark in marks:
-            producer.produce(spec.watermarks, encode_mark(mark), mark.producer.encode(),
-                             partition=0)  # fmt: skip
-        for producer_id in deleted:
-            producer.produce(spec.watermarks, None, producer_id.encode(), partition=0)
-        done = {**marker, "status": "done"}
-        producer.produce(marker_topic(spec), json.dumps(done).encode(), MARKER_KEY, partition=0)
-        metadata = commit_metadata(f"rescale/{partitions}")
-        offsets = [TopicPartition(s, p, o, metadata=metadata) for s, p, o in marker["sources"]]
-        offsets += [TopicPartition(t, q, 0, metadata=metadata)
-                    for t in spec.keyed_topics for q in range(partitions)]  # fmt: skip
-        producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
-        producer.commit_transaction(60)
-    finally:
-        consumer.close()
+    records = [(spec.watermarks, m.producer.encode(), encode_mark(m)) for m in marks]
+    records += [(spec.watermarks, producer_id.encode(), None) for producer_id in deleted]
+    done = {**marker, "status": "done"}
+    records.append((marker_topic(spec), MARKER_KEY, json.dumps(done).encode()))
+    metadata = commit_metadata(f"rescale/{partitions}")
+    offsets = [TopicPartition(s, p, o, metadata=metadata) for s, p, o in marker["sources"]]
+    offsets += [TopicPartition(t, q, 0, metadata=metadata)
+                for t in spec.keyed_topics for q in range(partitions)]  # fmt: skip
+    commit_with_offsets(bootstrap, kafka, f"{spec.group}.rescale.finish", spec.group, records,
+                        offsets)  # fmt: skip
     return marks

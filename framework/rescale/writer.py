@@ -21,6 +21,7 @@ from typing import Any
 
 from framework.backfill.task import TRANSACTION_TIMEOUT_MS
 from framework.core.dedup import SEGMENT_IDS, encode_segment
+from framework.errors import Retry
 from framework.kafka.config import producer_config
 from framework.kafka.partitioning import bytes_partition
 from framework.rescale.views import ID, PENDING, STATE, TIMER, Topics
@@ -130,7 +131,7 @@ def _task(
     producer.flush(120)
     if errors or len(producer):
         producer.abort_transaction(60)
-        raise RuntimeError(f"rescale task {task}: writes failed: {errors[:3] or 'not delivered'}")
+        raise Retry(f"rescale task {task}: writes failed: {errors[:3] or 'not delivered'}")
     producer.commit_transaction(120)
     rows = [(t, p, n, last[(t, p)]) for (t, p), n in counts.items()]
     yield pa.RecordBatch.from_pylist(
