@@ -132,6 +132,8 @@ def rescale(
         )
     step = next_step(marker, counts.get(spec.changelog, 0), partitions)
     if step == "nothing":
+        if not dry_run:  # a rescale killed between its finish and its clean-up left them
+            delete_topics(admin, topics_of(spec, staging=True).all())
         say(f"{spec.group} already has {partitions} partitions: nothing to do")
         return lines
     if step == "switch" and dry_run:
