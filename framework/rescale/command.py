@@ -8,7 +8,9 @@ Kafka source — each to the partition Kafka's producer gives its key (murmur2 o
 `kafka/partitioning.py`). The watermark channel is rebuilt (framework/rescale/marks.py) and the
 group's offsets set: each new `.by-key` partition from its start, each re-keyed source stream
 where the group stood (its partition count does not change). An input read by its Kafka key
-keeps its topic's count: such a computation is refused, with what to do.
+keeps its topic's count: such a computation is refused, with what to do. Any other topic of
+its key space (one that dead letters are replayed through, say: `emptied`) is created again
+empty with N partitions; the rescale refuses while it holds records the group has not read.
 
 How the switch works. Kafka cannot rename a topic or change a compacted topic's partitioning,
 and the contract fixes the names, so the data goes through staging topics:
@@ -42,24 +44,29 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.backfill.plan import read_compacted, start_watermarks
 from framework.backfill.session import session
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import encode_mark
-from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
+from framework.kafka.config import client_config, producer_config, reader_group
 from framework.kafka.groups import commit_metadata, commit_with_offsets, refuse_live_members
-from framework.kafka.topics import COMPACT, DELETE, TopicSpec, create_topics, ensure_topics
+from framework.kafka.topics import (
+    COMPACT,
+    DELETE,
+    TopicSpec,
+    create_topics,
+    ensure_topics,
+    pipeline_topics,
+)
 from framework.rescale.marks import rebuilt_marks
+from framework.rescale.offsets import committed_of, delete_topics, ends_of, recreate
 from framework.rescale.views import Topics, ranges_of, verify, view
 from framework.rescale.writer import write_view
 
 MARKER_KEY = b"rescale"
-MARKERS_S = 15.0
-"""How long a partition's last stable offset may stay behind its end before the rescale
-takes it for an open transaction."""
 Offsets = dict[str, dict[int, tuple[int, int]]]
 
 
@@ -76,6 +83,20 @@ def topics_of(spec: ComputationSpec, staging: bool = False) -> Topics:
 
 def marker_topic(spec: ComputationSpec) -> str:
     return f"{spec.group}.rescale"
+
+
+def emptied(pipeline: Pipeline, spec: ComputationSpec) -> list[str]:
+    """Other topics of the computation's key space, which the rescale recreates empty with the
+    new count instead of moving (a topic that dead letters are replayed through, say): every
+    topic the plan gives this computation's partition count exactly, but for its journals,
+    `.by-key` topics, streams and its watermark channel."""
+    moved = set(topics_of(spec).all())
+    return [
+        t.name
+        for t in pipeline_topics(pipeline)
+        if spec.name in t.owners and t.exact and t.partitions == spec.partitions
+        and t.kind not in ("stream", "watermarks") and t.name not in moved
+    ]  # fmt: skip
 
 
 def next_step(marker: dict | None, current: int, partitions: int) -> str:
@@ -145,6 +166,7 @@ def rescale(
         spark = session(master, f"logwheel-rescale-{spec.group}", spark_conf)
     try:
         if step == "stage":
+            _refuse_unread(pipeline, spec, counts, bootstrap, kafka)
             marker = _stage(spec, partitions, counts, bootstrap, kafka, spark, dry_run, say)
             if dry_run:
                 return lines
@@ -177,52 +199,18 @@ def _refuse_unmovable(spec: ComputationSpec, counts: dict[str, int], partitions:
             )
 
 
-def _ends(bootstrap: str, kafka: dict, spec: ComputationSpec, topics: list[str],
-          counts: dict[str, int]) -> dict[tuple[str, int], tuple[int, int]]:  # fmt: skip
-    """(low, read_committed end) of every partition of `topics`; an open transaction (the
-    last stable offset behind the high watermark) refuses the rescale."""
-    committed = Consumer(consumer_config(bootstrap, reader=reader_group(spec.group), extra=kafka))
-    uncommitted = Consumer(
-        consumer_config(
-            bootstrap,
-            reader=reader_group(spec.group),
-            extra={**kafka, "isolation.level": "read_uncommitted"},
-        )  # fmt: skip
-    )
-    out = {}
-    try:
-        for topic in topics:
-            for p in range(counts.get(topic, 0)):
-                tp = TopicPartition(topic, p)
-                # a transaction's markers follow its commit by a moment: wait that out
-                deadline = time.monotonic() + MARKERS_S
-                while True:
-                    low, end = committed.get_watermark_offsets(tp, 30)
-                    _, high = uncommitted.get_watermark_offsets(tp, 30)
-                    if end == high:
-                        break
-                    if time.monotonic() > deadline:
-                        raise PipelineError(
-                            f"{topic}[{p}] has an open transaction (a killed instance's): wait "
-                            "out its transaction timeout, or run and stop the computation "
-                            "once, then rescale"
-                        )
-                    time.sleep(0.2)
-                out[(topic, p)] = (low, end)
-    finally:
-        committed.close()
-        uncommitted.close()
-    return out
-
-
-def _committed(bootstrap: str, kafka: dict, spec: ComputationSpec,
-               tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:  # fmt: skip
-    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
-    try:
-        found = consumer.committed([TopicPartition(t, p) for t, p in tps], timeout=30)
-    finally:
-        consumer.close()
-    return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
+def _refuse_unread(pipeline: Pipeline, spec: ComputationSpec, counts: dict[str, int],
+                   bootstrap: str, kafka: dict) -> None:  # fmt: skip
+    """Records the group has not read in a topic the rescale recreates empty refuse it."""
+    names = [t for t in emptied(pipeline, spec) if t in counts]
+    ends = ends_of(bootstrap, kafka, spec, names, counts)
+    committed = committed_of(bootstrap, kafka, spec, list(ends))
+    for (topic, p), (low, end) in ends.items():
+        if max(low, committed.get((topic, p), low)) < end:
+            raise PipelineError(
+                f"{topic}[{p}] holds records {spec.group} has not read yet: run it until it "
+                f"has read them (logwheel status shows its lag), stop it, then rescale"
+            )
 
 
 def _stage(spec: ComputationSpec, partitions: int, counts: dict[str, int], bootstrap: str,
@@ -231,11 +219,11 @@ def _stage(spec: ComputationSpec, partitions: int, counts: dict[str, int], boots
     old, staging = topics_of(spec), topics_of(spec, staging=True)
     current = counts[spec.changelog]
     present = [t for t in old.all() if t in counts]
-    ends = _ends(bootstrap, kafka, spec, present, counts)
+    ends = ends_of(bootstrap, kafka, spec, present, counts)
     streams = [i.stream for i in spec.inputs if i.key is not None]
     wanted = [tp for tp in ends if tp[0] in old.by_key.values()]
     wanted += [(s, p) for s in streams for p in range(counts.get(s, 0))]
-    committed = _committed(bootstrap, kafka, spec, wanted)
+    committed = committed_of(bootstrap, kafka, spec, wanted)
     offsets: Offsets = {}
     for (topic, p), (low, end) in ends.items():
         start = max(low, committed.get((topic, p), low)) if topic in old.by_key.values() else low
@@ -251,13 +239,13 @@ def _stage(spec: ComputationSpec, partitions: int, counts: dict[str, int], boots
             f"{spec.watermarks} and set {spec.group}'s offsets")  # fmt: skip
         return {}
     started = time.monotonic()
-    _recreate(bootstrap, kafka, _staging_specs(spec, staging, partitions))
+    recreate(bootstrap, kafka, _staging_specs(spec, staging, partitions))
     frame = view(spark, old, offsets, bootstrap, kafka)
     _copy(spec, frame, staging, partitions, "stage", bootstrap, kafka, spark, say,
           "the staging topics do not match the old ones (above); nothing was switched, the old "
           "topics are as they were: run the rescale again")  # fmt: skip
     refuse_live_members(AdminClient(client_config(bootstrap, kafka)), spec, then="rescale")
-    if _ends(bootstrap, kafka, spec, present, counts) != ends:
+    if ends_of(bootstrap, kafka, spec, present, counts) != ends:
         raise PipelineError(
             f"rescale {spec.group}: its topics changed while it was staged (was it run?); "
             "nothing was switched: stop it and run the rescale again"
@@ -302,29 +290,8 @@ def _tasks(spark: Any) -> int:
 def _all_of(bootstrap: str, kafka: dict, spec: ComputationSpec, topics: Topics,
             partitions: int) -> Offsets:  # fmt: skip
     counts = {t: partitions for t in topics.all()}
-    ends = _ends(bootstrap, kafka, spec, topics.all(), counts)
+    ends = ends_of(bootstrap, kafka, spec, topics.all(), counts)
     return ranges_of((t, p, low, end) for (t, p), (low, end) in ends.items())
-
-
-def _recreate(bootstrap: str, kafka: dict, specs: list[TopicSpec]) -> None:
-    """Delete the topics of `specs` that exist, then create them all empty."""
-    admin = AdminClient(client_config(bootstrap, kafka))
-    delete_topics(admin, [s.name for s in specs])
-    ensure_topics(admin, specs)
-
-
-def delete_topics(admin: AdminClient, names: list[str], timeout: float = 60) -> None:
-    """Delete those of `names` that exist and wait until the cluster no longer lists them."""
-    doomed = [t for t in names if t in admin.list_topics(timeout=30).topics]
-    if not doomed:
-        return
-    for future in admin.delete_topics(doomed, operation_timeout=30).values():
-        future.result()
-    deadline = time.monotonic() + timeout
-    while set(doomed) & set(admin.list_topics(timeout=30).topics):
-        if time.monotonic() > deadline:
-            raise PipelineError(f"topics {doomed} were not deleted within {timeout:.0f} s")
-        time.sleep(0.2)
 
 
 def _write_marker(spec: ComputationSpec, marker: dict, bootstrap: str, kafka: dict) -> None:
@@ -342,7 +309,7 @@ def _switch(pipeline: Pipeline, spec: ComputationSpec, marker: dict, bootstrap: 
     old, staging = topics_of(spec), topics_of(spec, staging=True)
     started = time.monotonic()
     admin = AdminClient(client_config(bootstrap, kafka))
-    delete_topics(admin, old.all())
+    delete_topics(admin, [*old.all(), *emptied(pipeline, spec)])
     on_step("deleted")
     rescaled = replace(spec, partitions=partitions)
     new_pipeline = replace(pipeline, computations={**pipeline.computations, spec.name: rescaled})
@@ -353,7 +320,7 @@ def _switch(pipeline: Pipeline, spec: ComputationSpec, marker: dict, bootstrap: 
                  "the new topics do not match the staging ones (above): run the rescale again "
                  "(it copies again from the staging topics)")  # fmt: skip
     on_step("copied")
-    marks = _finish(spec, marker, last, bootstrap, kafka)
+    marks = _finish(spec, marker, last, emptied(pipeline, spec), bootstrap, kafka)
     delete_topics(admin, [*staging.all()])
     say(f"rescale {spec.group}: switched to {partitions} partitions in "
         f"{time.monotonic() - started:.1f} s; {len(marks)} marks rebuilt on {spec.watermarks}; "
@@ -362,7 +329,7 @@ def _switch(pipeline: Pipeline, spec: ComputationSpec, marker: dict, bootstrap: 
 
 
 def _finish(spec: ComputationSpec, marker: dict, last: dict[tuple[str, int], int],
-            bootstrap: str, kafka: dict) -> list:  # fmt: skip
+            emptied: list[str], bootstrap: str, kafka: dict) -> list:  # fmt: skip
     """In one transaction: the rebuilt marks, the group's offsets and the marker `done`."""
     partitions = marker["partitions"]
     _, previous = start_watermarks(bootstrap, spec, kafka)
@@ -377,7 +344,7 @@ def _finish(spec: ComputationSpec, marker: dict, last: dict[tuple[str, int], int
     metadata = commit_metadata(f"rescale/{partitions}")
     offsets = [TopicPartition(s, p, o, metadata=metadata) for s, p, o in marker["sources"]]
     offsets += [TopicPartition(t, q, 0, metadata=metadata)
-                for t in spec.keyed_topics for q in range(partitions)]  # fmt: skip
+                for t in [*spec.keyed_topics, *emptied] for q in range(partitions)]  # fmt: skip
     commit_with_offsets(bootstrap, kafka, f"{spec.group}.rescale.finish", spec.group, records,
                         offsets)  # fmt: skip
     return marks
