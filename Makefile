@@ -95,11 +95,13 @@ enrich-demo: venv jars
 	$(PY) -m framework.cli broker start
 	LOGWHEEL_BOOTSTRAP= $(PY) -m jobs.enrich.demo
 
-# The chaos suite at full size, ten fresh brokers in a row, the clean shutdown under load and
-# the fresh-cache jar build (a 136 MB build): every figure with an aim printed beside it.
+# The chaos suite at full size, ten fresh brokers in a row, the clean shutdown under load,
+# the fresh-cache jar build (a 136 MB build) and the full rescale (4 -> 8 -> 3, a SIGKILL):
+# every figure with an aim printed beside it.
 CHAOS_TESTS := tests/chaos tests/integration/test_broker_ready.py \
 	tests/integration/test_shutdown.py tests/integration/test_jars.py \
-	tests/integration/test_job_containers.py tests/integration/test_containers.py
+	tests/integration/test_job_containers.py tests/integration/test_containers.py \
+	tests/integration/test_rescale.py
 chaos: venv jars postgres
 	LOGWHEEL_CHAOS_FULL=1 LOGWHEEL_TEST_JAR_BUILD=1 \
 		$(PY) -m pytest -q -ra --durations=10 $(PYTEST_ARGS) $(CHAOS_TESTS)

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.backfill import arrow as on_arrow
@@ -76,8 +76,8 @@ from framework.core.forgery import pipeline_allowance
 from framework.core.future_records import future_limits
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import Mark, encode_mark, naming_all, task_producer
-from framework.kafka.config import client_config, consumer_config, producer_config
-from framework.kafka.groups import commit_metadata, refuse_live_members
+from framework.kafka.config import client_config, consumer_config
+from framework.kafka.groups import commit_metadata, commit_with_offsets, refuse_live_members
 from framework.kafka.registry_settings import RegistrySettings, resolve
 from framework.kafka.stream_codecs import check_registry
 from framework.kafka.topics import ensure_topics
@@ -390,27 +390,12 @@ def _finish(spec: ComputationSpec, plan: Plan, results: list[dict], bootstrap: s
     topics = AdminClient(client_config(bootstrap, kafka)).list_topics(timeout=30).topics
     counts = {t: len(topics[t].partitions) for t in spec.outputs if t in topics}
     marks = hand_over_marks(spec, plan, results, previous, counts)
-    config = producer_config(
-        bootstrap, transactional_id=f"{spec.group}.backfill.{plan.id}.finish", extra=kafka
-    )
-    producer = Producer(config)
-    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
-    try:
-        producer.init_transactions(60)
-        producer.begin_transaction()
-        for mark in marks:
-            key = mark.producer.encode()
-            producer.produce(spec.watermarks, encode_mark(mark), key, partition=0)
-        topic = backfill_topic(spec)
-        done = replace(plan, status="done")
-        producer.produce(topic, done.to_json(), PLAN_KEY.encode(), partition=0)
-        for index in range(plan.tasks):
-            producer.produce(topic, None, done_key(plan.id, index).encode(), partition=0)
-        metadata = commit_metadata(f"backfill/{plan.id}")
-        offsets = [
-            TopicPartition(r.topic, r.partition, r.end, metadata=metadata) for r in plan.ranges
-        ]
-        producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
-        producer.commit_transaction(60)
-    finally:
-        consumer.close()
+    records = [(spec.watermarks, m.producer.encode(), encode_mark(m)) for m in marks]
+    topic = backfill_topic(spec)
+    done = replace(plan, status="done")
+    records.append((topic, PLAN_KEY.encode(), done.to_json()))
+    records += [(topic, done_key(plan.id, i).encode(), None) for i in range(plan.tasks)]
+    metadata = commit_metadata(f"backfill/{plan.id}")
+    offsets = [TopicPartition(r.topic, r.partition, r.end, metadata=metadata) for r in plan.ranges]
+    finish = f"{spec.group}.backfill.{plan.id}.finish"
+    commit_with_offsets(bootstrap, kafka, finish, spec.group, records, offsets)

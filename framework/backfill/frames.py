@@ -83,6 +83,19 @@ def journal_ranges(
     return [Range(topic, p, lows[p], end, "", True) for p, end in ends.items()]
 
 
+def exploded_ids(ids: Any) -> Any:
+    """Segments of an `.ids` journal (`key`, `value` columns) as a row per id they hold, with
+    `s` (the segment's start and ids) and `e` (the id's key and id)."""
+    from pyspark.sql import functions as F
+
+    @F.udf("struct<start:long,ids:array<struct<key:string,id:string>>>")
+    def segment(key, value):
+        decoded = decode_segment(bytes(key), bytes(value))
+        return decoded.start, decoded.ids
+
+    return ids.withColumn("s", segment("key", "value")).withColumn("e", F.explode("s.ids"))
+
+
 def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,
            kafka: dict, registry: RegistrySettings | None, arrow: bool = True) -> Any:  # fmt: skip
     """Every row the tasks need, grouped by key into `plan.tasks` Spark partitions and sorted
@@ -136,17 +149,7 @@ def events(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bo
         parts.append(journal(timers, TIMER, user_key))
     ids = latest(spec.ids, plan.ids_end) if plan.ids_end else None
     if ids is not None:  # a row per id of each segment, with its key: value = id, ts = start
-
-        @F.udf("struct<start:long,ids:array<struct<key:string,id:string>>>")
-        def segment(key, value):
-            decoded = decode_segment(bytes(key), bytes(value))
-            return decoded.start, decoded.ids
-
-        exploded = (
-            ids.withColumn("s", segment("key", "value"))
-            .withColumn("e", F.explode("s.ids"))
-            .withColumn("value", F.col("e.id").cast("binary"))
-        )
+        exploded = exploded_ids(ids).withColumn("value", F.col("e.id").cast("binary"))
         parts.append(journal(exploded, IDS, F.col("e.key"), F.col("s.start")))
     streams = {r.topic: (r.stream, r.keyed) for r in plan.ranges}
     stream_of = F.create_map(*[F.lit(x) for t, (s, _) in streams.items() for x in (t, s)])

@@ -27,6 +27,7 @@ from framework.cli.jobs import (
 )
 from framework.cli.jvm import register_jars
 from framework.cli.registry import register_registry
+from framework.cli.rescale import register_rescale
 from framework.cli.state import register_state
 from framework.cli.ui import register_ui
 from framework.errors import ConfigurationError, Fatal, Retry
@@ -42,6 +43,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     register_changelog,
     register_reset,
     register_backfill,
+    register_rescale,
     register_schemas,
     register_acls,
     register_jars,

@@ -1,5 +1,6 @@
-"""Consumer groups as logwheel uses them: what a commit of offsets carries, and refusing to
-move a group's offsets or write its state while the group has live members."""
+"""Consumer groups as logwheel uses them: what a commit of offsets carries, refusing to move a
+group's offsets or write its state while the group has live members, and moving them in one
+transaction with records (a backfill's and a rescale's last step)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import json
 import time
 from collections.abc import Iterable
 
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.clock import now_ms
 from framework.core.pipeline import ComputationSpec, PipelineError
+from framework.kafka.config import consumer_config, producer_config
 from framework.kafka.errors import Unreachable, reaching_kafka
 
 
@@ -57,3 +60,26 @@ def standby_partitions(owned: Iterable[int], standby: int, count: int) -> set[in
     `standby` partitions after each owned one, modulo the count, that it does not own."""
     mine = set(owned)
     return {(p + k) % count for p in mine for k in range(1, standby + 1)} - mine
+
+
+def commit_with_offsets(
+    bootstrap: str,
+    kafka: dict | None,
+    transactional_id: str,
+    group: str,
+    records: list[tuple[str, bytes, bytes | None]],
+    offsets: list[TopicPartition],
+) -> None:
+    """In one transaction of `transactional_id`: `records` (topic, key, value; partition 0 of
+    single-partition topics) and `group`'s committed `offsets`."""
+    producer = Producer(producer_config(bootstrap, transactional_id=transactional_id, extra=kafka))
+    consumer = Consumer(consumer_config(bootstrap, reader=group, extra=kafka))
+    try:
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        for topic, key, value in records:
+            producer.produce(topic, value, key, partition=0)
+        producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
+        producer.commit_transaction(60)
+    finally:
+        consumer.close()

@@ -42,4 +42,9 @@ def murmur2(data: bytes) -> int:
 
 def key_partition(key: str, partitions: int) -> int:
     """The partition of `key` (UTF-8) among `partitions`."""
-    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
+    return bytes_partition(key.encode(), partitions)
+
+
+def bytes_partition(key: bytes, partitions: int) -> int:
+    """The partition of a record whose Kafka key is `key` among `partitions`."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions

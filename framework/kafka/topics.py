@@ -181,9 +181,10 @@ def check_existing(spec: TopicSpec, partitions: int, cleanup_policy: str | None)
                 f"(kafka-topics.sh --delete --topic {spec.name}) so it is recreated"
             )
         return (
-            f"{have} computation {owners} keeps its {spec.kind} in {spec.partitions}: declare "
-            f"it with partitions={partitions}, or delete the topic (kafka-topics.sh --delete "
-            f"--topic {spec.name}; its state goes with it) so it is recreated"
+            f"{have} computation {owners} is declared with partitions={spec.partitions}: "
+            f"move its state there with `logwheel rescale MODULE:ATTR --computation "
+            f"{spec.owners[0] if spec.owners else '...'} --partitions {spec.partitions}`, "
+            f"or declare it with partitions={partitions}"
         )
     if cleanup_policy is not None and spec.compacted and "compact" not in cleanup_policy:
         return (

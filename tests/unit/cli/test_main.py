@@ -15,7 +15,7 @@ from framework.kafka.errors import Unreachable
 
 COMMANDS = {
     "broker", "registry", "run", "topics", "status", "graph", "changelog", "reset", "backfill",
-    "schemas", "acls", "jars", "ui", "state", "dlq",
+    "schemas", "acls", "jars", "ui", "state", "dlq", "rescale",
 }  # fmt: skip
 
 

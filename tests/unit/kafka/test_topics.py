@@ -160,6 +160,7 @@ def test_existing_topics_that_cannot_serve_name_the_fix():
 
     fewer = check_existing(plan["zg.counter.changelog"], 2, "compact")
     assert "has 2 partitions" in fewer and "partitions=2" in fewer
+    assert "logwheel rescale MODULE:ATTR --computation counter --partitions 4" in fewer
     more = check_existing(plan["clicks"], 6, None)
     assert "'counter'" in more and "partitions=6" in more and "key_by" in more
     channel = check_existing(plan["zg.gen.watermarks"], 3, "compact")

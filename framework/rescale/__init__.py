@@ -1,0 +1,1 @@
+"""Rescaling a computation to another partition count (`logwheel rescale`)."""
