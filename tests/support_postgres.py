@@ -4,7 +4,7 @@ postgres` installs the package where it is missing; CI runs as root), run as the
 free port of 127.0.0.1, password-authenticated over TCP.
 
 One server serves every test session of a checkout at the same time (pytest-xdist workers, a
-second terminal): each session takes a lease (a file named by its pid), the first one starts
+second terminal): each use takes a lease (a file named by its pid and a nonce), the first one starts
 the server and the last one to leave stops it, as tests/conftest.py does with the broker.
 """
 
@@ -141,7 +141,9 @@ def shared_postgres() -> Iterator[Postgres]:
     os.chmod(server.home, 0o755)
     leases = server.home / "leases"
     leases.mkdir(exist_ok=True)
-    lease = leases / str(os.getpid())
+    # one lease per use, not per process: a benchmark run in process inside a test that holds
+    # the fixture must not give the test's lease back with its own
+    lease = leases / f"{os.getpid()}.{os.urandom(4).hex()}"
     with _locked(server.home):
         lease.touch()
         if not server.running():  # each run starts empty, on a free port
@@ -153,7 +155,7 @@ def shared_postgres() -> Iterator[Postgres]:
     finally:
         with _locked(server.home):
             lease.unlink(missing_ok=True)
-            others = [p for p in leases.iterdir() if alive(int(p.name))]
+            others = [p for p in leases.iterdir() if alive(int(p.name.split(".")[0]))]
             for stale in set(leases.iterdir()) - set(others):
                 stale.unlink(missing_ok=True)
             if not others:

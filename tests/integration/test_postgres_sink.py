@@ -99,3 +99,13 @@ def test_bad_configuration_stops_the_start_in_one_line_without_the_password(post
         PostgresSink(wrong, table).open("s", 0)
     for error in (missing, key, refused):
         assert PASSWORD not in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_nested_use_of_the_shared_server_leaves_it_running(postgres):
+    """A benchmark run in process inside a test that holds the fixture (bench/sink.py's quick
+    run) takes and gives back a lease of its own, not the test's: the server stays up."""
+    from tests.support_postgres import shared_postgres
+
+    with shared_postgres() as nested:
+        assert nested.port == postgres.port
+    assert postgres.running()
