@@ -14,8 +14,8 @@ topic of its own, all exactly-once:
 - `logwheel inner|left|outer`: `logwheel run` (tests.support.Job) of `pipeline.join("join",
   left=orders, right=payments, inputs={orders: None, payments: None}, before_ms=BEFORE_MS,
   after_ms=AFTER_MS, grace_ms=GRACE_MS, how=...)` over sources whose watermark is
-  `BoundedOutOfOrderness(ms=0)` (the highest timestamp read on a partition, as the peers'
-  stream time; the join's input low watermark is the lower of its two inputs');
+  `BoundedOutOfOrderness(ms=0, idle_ms=IDLE_MS)` (the highest timestamp read on a partition,
+  as the peers' stream time; the join's input low watermark is the lower of its two inputs');
 - peers, with `--peers` or LOGWHEEL_BENCH_PEERS=1 (make bench sets it), each in a pinned
   virtualenv or build of its own (bench/peers.py): `kafka-streams inner|left|outer`,
   bench/kafka-streams' JoinOrders, `KStream#join|leftJoin|outerJoin` with
@@ -83,6 +83,12 @@ QUICK_ARGS = ["--quick"]
 PARTITIONS = 4
 BEFORE_MS, AFTER_MS, GRACE_MS = 0, 2_000, 1_000
 DELAY_MS = AFTER_MS * 5 // 4  # a payment comes up to this long after its order
+IDLE_MS = 600_000
+"""logwheel's sources' idle_ms here (default 5 s): a partition silent that long stops holding
+the watermark back. Behind the open input transaction every partition is silent; when it
+commits, the input fetched first moved the join's watermark alone and the other's records were
+dropped as late (a 30,000-record run lost half its pairs so): the same wait as Kafka Streams'
+max.task.idle.ms. `--idle-ms 5000` shows it."""
 HOWS = ("inner", "left", "outer")
 CONTENDERS = {f"logwheel {how}": how for how in HOWS}
 PEERS = {
@@ -97,12 +103,15 @@ Result = tuple[str, str | None, str | None]
 """(key, order id, payment id): a pair, or one side alone (the other None)."""
 
 
-def orders_payments(name: str, orders: str, payments: str, out: str, how: str) -> Pipeline:
+def orders_payments(
+    name: str, orders: str, payments: str, out: str, how: str, idle_ms: int = IDLE_MS
+) -> Pipeline:
     """The pipeline a logwheel contender runs: the join alone over two pre-filled topics whose
-    watermarks are the highest timestamp read (the peers' stream time)."""
+    watermarks are the highest timestamp read (the peers' stream time), a partition silent
+    for `idle_ms` no longer holding the watermark back (see IDLE_MS)."""
     pipeline = Pipeline(name, partitions=PARTITIONS)
     for stream in (orders, payments):
-        pipeline.source(stream, watermark=BoundedOutOfOrderness(ms=0))
+        pipeline.source(stream, watermark=BoundedOutOfOrderness(ms=0, idle_ms=idle_ms))
     pipeline.join(
         "join",
         left=orders,
@@ -267,13 +276,20 @@ def assigned(ws: common.Workspace, group: str, inputs: Iterable[str]) -> bool:
     return sum(tp.topic in inputs for tp in held) == len(inputs) * PARTITIONS
 
 
-def start(ws: common.Workspace, contender: str, name: str, topics: dict[str, str], output: str):
+def start(
+    ws: common.Workspace,
+    contender: str,
+    name: str,
+    topics: dict[str, str],
+    output: str,
+    idle_ms: int = IDLE_MS,
+):
     """The contender's process (topics created here) and its state's changelog topics (None:
     found by name once it has run)."""
     if contender in CONTENDERS:
         build = "bench.join:orders_payments"
         pipeline = ws.pipeline(
-            build, name, topics["left"], topics["right"], output, CONTENDERS[contender]
+            build, name, topics["left"], topics["right"], output, CONTENDERS[contender], idle_ms
         )
         spec = pipeline.computations["join"]
         return ws.job(pipeline, "join"), [spec.changelog, spec.timers]
@@ -296,7 +312,9 @@ def start(ws: common.Workspace, contender: str, name: str, topics: dict[str, str
     return job, None
 
 
-def measure(ws: common.Workspace, data: Input, contender: str, attempt: int) -> dict:
+def measure(
+    ws: common.Workspace, data: Input, contender: str, attempt: int, idle_ms: int = IDLE_MS
+) -> dict:
     """One run of one contender: startup_s, seconds, records, cpu_s, changelog bytes, the
     check."""
     how = contender.split()[-1]
@@ -304,7 +322,7 @@ def measure(ws: common.Workspace, data: Input, contender: str, attempt: int) -> 
     slug = contender.replace(" ", "-")
     name = f"{ws.run}-{slug}-{attempt}"
     topics, output = {"left": f"{name}-orders", "right": f"{name}-payments"}, f"{name}-out"
-    job, changelogs = start(ws, contender, name, topics, output)
+    job, changelogs = start(ws, contender, name, topics, output, idle_ms)
     gate = Gate(ws.bootstrap, topics, data)
     results = Results(ws.bootstrap, output)
     total = sum(expected.values())
@@ -388,7 +406,7 @@ def run(args: object, contenders: Sequence[str]) -> tuple[Input, list[dict]]:
     )
     with common.Workspace(args.bootstrap, "join", args.keep) as ws:
         runs = common.interleave(
-            args.repeat, contenders, lambda c, n: measure(ws, data, c, n), describe
+            args.repeat, contenders, lambda c, n: measure(ws, data, c, n, args.idle_ms), describe
         )
     rows = [row(c, runs[c]) for c in contenders]
     by = {r["contender"]: r for r in rows}
@@ -437,6 +455,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         choices=[*CONTENDERS, *PEERS],
         help="measure only these contenders (repeatable)",
+    )
+    parser.add_argument(
+        "--idle-ms", type=int, default=IDLE_MS, help=f"logwheel's sources' idle_ms ({IDLE_MS})"
     )
     peers.add_option(parser, "also the peers, each in a virtualenv or build of its own")
     args = parser.parse(argv)
