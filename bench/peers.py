@@ -67,12 +67,12 @@ def python(peer: str) -> Path:
     return interpreter
 
 
-def kafka_streams() -> list[str]:
-    """The java command (less its arguments) of bench/kafka-streams' CountWords, built with
-    Maven first when a source is newer than the jar."""
+def kafka_streams(main: str = "CountWords") -> list[str]:
+    """The java command (less its arguments) of bench/kafka-streams' `main` class (CountWords,
+    JoinOrders), built with Maven first when a source is newer than the jar."""
     jar = ROOT / "kafka-streams" / "kafka-streams-count-words-1.jar"
     classpath = maven_classpath(BENCH / "kafka-streams", jar)
-    return ["java", "-cp", classpath, "logwheel.bench.CountWords"]
+    return ["java", "-cp", classpath, f"logwheel.bench.{main}"]
 
 
 def command(peer: str, program: Path | None = None, **options: str) -> list[str]:

@@ -2,8 +2,8 @@
 bench/run_all.py made for it, bench/results/<run id>/, and nothing older — in its
 summary.json, and Markdown tables of the figures issue 12 reads (throughput beside the peers,
 flatness in input size, high cardinality, restore, latency, watermark lag), and the windowed
-count beside the peers. A benchmark whose check failed (bench/verify.py) shows its failure
-lines instead of figures; one without a results file failed before writing it.
+count and the interval join beside the peers. A benchmark whose check failed (bench/verify.py)
+shows its failure lines instead of figures; one without a results file failed before writing it.
 
     python bench/summary.py [RUN_DIR | --quick]   # default: the latest (quick) run
 """
@@ -198,6 +198,21 @@ def query(report: dict) -> str:
     )
 
 
+def join(report: dict) -> str:
+    head = ["contender", "records", "results", "records/s", "CPU µs/record", "CPU vs Quix inner"]
+    head += ["CPU vs Kafka Streams", "changelog B/record", "missing / unexp. / dup / late"]
+    return f"{report['stage'].capitalize()}:\n\n" + markdown(
+        head,
+        (
+            [r["contender"], f"{r['records']:,}", f"{r['results']:,}"]
+            + [n(r["records_per_s"], ",.0f"), n(r["cpu_us_per_record"], ".1f")]
+            + [n(r.get("cpu_vs_quix"), ".2f"), n(r.get("cpu_vs_kstreams"), ".2f")]
+            + [n(r.get("changelog_bytes_per_record"), ".1f"), checked(r)]
+            for r in report["rows"]
+        ),
+    )
+
+
 RENDER: dict[str, Callable[[dict], str]] = {
     "throughput": throughput,
     "scaling": scaling,
@@ -205,6 +220,7 @@ RENDER: dict[str, Callable[[dict], str]] = {
     "latency": latency,
     "watermark_lag": watermark_lag,
     "windowed": windowed,
+    "join": join,
     "idle": idle,
     "query": query,
     "sink": sink,
