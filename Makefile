@@ -7,12 +7,14 @@ KAFKA_JARS := ops/jars/kafka
 SPARK_JARS := ops/jars/spark-kafka
 REGISTRY_JARS := ops/jars/registry
 PYTEST_ARGS ?=
-# Tests mostly wait on brokers and processes: four test files run side by side (pytest-xdist),
+# Tests mostly wait on brokers and processes: five test files run side by side (pytest-xdist),
 # each test with its own topics, groups and state; PYTEST_WORKERS=0 runs them one at a time.
 # Three workers kept 2 cores about half busy (CPU time = wall time): four took 10.6 min of
 # pytest against 13.2 with three (2026-11-27, one run each; the second also with two SIGKILLs
-# fewer in test_wordcount_sigkill, about 35 s of one worker), every liveness bound met.
-PYTEST_WORKERS ?= 4
+# fewer in test_wordcount_sigkill, about 35 s of one worker), every liveness bound met. With
+# joins, sinks, queries, replay, the dashboard, containers and rescale added, four workers
+# took 790 s of pytest with 1.2 of the 2 cores busy (CPU 16.5 min in 14 min): hence five.
+PYTEST_WORKERS ?= 5
 
 .DEFAULT_GOAL := help
 .PHONY: help venv jars postgres browser image test demo enrich-demo chaos soak bench lint broker broker-stop
