@@ -3,7 +3,7 @@ instances of every computation, on a broker of their own, under SIGKILL (some du
 SIGSTOP past the session timeout, broker stop/start and SIGKILL, wiped state directories and
 malformed input; the independent verifier then finds nothing lost, duplicated or wrong.
 
-`make test` runs the reduced size (>= 17,000 records, 4 faults of every process kind and 3 of
+`make test` runs the reduced size (>= 17,000 records, 4 faults of every process kind and 2 of
 each broker kind, a fixed seed); `make chaos` (LOGWHEEL_CHAOS_FULL=1) runs >= 1,000,000
 records, 10 faults of every kind. LOGWHEEL_CHAOS_SEED replays another seed; the summary line
 names the seed of every run.
