@@ -12,18 +12,15 @@ progress (an open transaction) is not counted until it commits.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from framework.core.pipeline import Pipeline, PipelineError
-from framework.kafka.config import client_config, consumer_config, reader_group
-from framework.kafka.errors import Unreachable
+from framework.kafka.config import consumer_config, reader_group
 from framework.kafka.output import TRUNCATED_HEADER
 from framework.kafka.replays import REPLAY_OF, header, letter_id
-from framework.kafka.topic_ends import end_offsets
+from framework.kafka.topic_ends import Ends, read_to_end
 
 READ_TIMEOUT_S = 60
 
@@ -109,34 +106,21 @@ def read_committed(
 ) -> list[Message] | None:
     """Every committed record of `topic` up to its last stable offset now, in offset order per
     partition; None if the topic does not exist."""
-    admin = AdminClient(client_config(bootstrap, kafka))
-    meta = admin.list_topics(topic, timeout=30).topics.get(topic)
-    if meta is None or meta.error is not None:
-        return None
-    parts = [(topic, p) for p in sorted(meta.partitions)]
-    ends = {p: end for (_, p), end in end_offsets(admin, parts, committed=True).items()}
     consumer = Consumer(consumer_config(bootstrap, reader=reader_group(topic), extra=kafka))
     out: list[Message] = []
     try:
-        pending = {p for p, end in ends.items() if end > 0}
-        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(pending)])
-        deadline = time.monotonic() + timeout
-        while pending:
-            if time.monotonic() > deadline:
-                raise Unreachable(f"{topic} not read to its end in {timeout:.0f} s")
-            for msg in consumer.consume(1000, 0.2):
-                err = msg.error()
-                if err is None:
-                    if msg.offset() < ends[msg.partition()]:
-                        out.append(msg)
-                    if msg.offset() + 1 >= ends[msg.partition()]:
-                        pending.discard(msg.partition())
-                elif err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(msg.partition())
-            if pending:  # a transaction's marker takes an offset no message reports
-                for tp in consumer.position([TopicPartition(topic, p) for p in pending]):
-                    if tp.offset >= ends[tp.partition]:
-                        pending.discard(tp.partition)
+        meta = consumer.list_topics(topic, timeout=30).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return None
+        parts = [(topic, p) for p in sorted(meta.partitions)]
+        ends = Ends(consumer)
+        ends.add(parts)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for _, p in parts])
+
+        def apply(msgs: list[Message]) -> None:
+            out.extend(m for m in msgs if m.offset() < ends.ends[(topic, m.partition())])
+
+        read_to_end(ends, apply, timeout=timeout)
     finally:
         consumer.close()
     return out
