@@ -1,7 +1,6 @@
 """The seeded chaos run's verifier can fail: under at_least_once, SIGKILLs alone make it find
 duplicates (the other side of tests/chaos/test_seeded_chaos.py, in a file of its own so that
-`make test` runs the two side by side). With SIGKILLs alone it needs no broker of its own: it
-runs on the session's broker (`kafka`), which spares a broker's start."""
+`make test` runs the two side by side)."""
 
 from __future__ import annotations
 
@@ -28,8 +27,8 @@ AT_LEAST_ONCE = Size(
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(7200 if FULL_RUN else 600)]
 
 
-def test_the_verifier_fails_under_at_least_once(kafka, tmp_path):
-    outcome = run_chaos(tmp_path, SEED, AT_LEAST_ONCE, guarantee="at_least_once", shared=kafka)
+def test_the_verifier_fails_under_at_least_once(tmp_path):
+    outcome = run_chaos(tmp_path, SEED, AT_LEAST_ONCE, guarantee="at_least_once")
     print(outcome.line)
     assert not outcome.errors and not outcome.crashes, outcome.errors + outcome.crashes
     report = outcome.report

@@ -88,24 +88,6 @@ class ChaosBroker:
         self.broker.kill()
 
 
-class SharedBroker:
-    """A broker the run does not own (the test session's `kafka`), for a run without broker
-    faults: nothing to start or close. Its groups keep Kafka's minimum session (6 s), so the
-    instances run with logwheel's default session (`SHARED_CLIENT_SETTINGS`)."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self.bootstrap = bootstrap
-
-    def start(self) -> str:
-        return self.bootstrap
-
-    def close(self) -> None:
-        pass
-
-
-SHARED_CLIENT_SETTINGS = {"reconnect.backoff.max.ms": CLIENT_SETTINGS["reconnect.backoff.max.ms"]}
-
-
 @dataclass
 class Instance:
     """One `logwheel run --computation NAME` process of a pipeline, on its own state dir."""
@@ -179,10 +161,8 @@ def instances_of(
     return made
 
 
-def write_config(path: Path, settings: dict | None = None) -> Path:
-    """The instances' `--config`: `[kafka]` with `settings` (default `CLIENT_SETTINGS`)."""
-    chosen = CLIENT_SETTINGS if settings is None else settings
-    lines = ["[kafka]", *(f'"{k}" = {v}' for k, v in chosen.items())]
+def write_config(path: Path) -> Path:
+    lines = ["[kafka]", *(f'"{k}" = {v}' for k, v in CLIENT_SETTINGS.items())]
     path.write_text("\n".join(lines) + "\n")
     return path
 

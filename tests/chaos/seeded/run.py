@@ -29,11 +29,9 @@ from framework.ops.status import status
 from tests.chaos.seeded.cluster import ClusterBroker
 from tests.chaos.seeded.faults import (
     CLIENT_SETTINGS,
-    SHARED_CLIENT_SETTINGS,
     ChaosBroker,
     Done,
     FaultInjector,
-    SharedBroker,
     instances_of,
     write_config,
 )
@@ -237,25 +235,9 @@ def write_timeline(path: Path, injector: FaultInjector, sampler: OutputSampler) 
     path.write_text("\n".join(sorted(lines, key=lambda line: float(line.split()[0]))) + "\n")
 
 
-def run_chaos(
-    root: Path,
-    seed: int,
-    size: Size,
-    guarantee: str = "exactly_once",
-    shared: str | None = None,
-) -> Outcome:
-    """One run (see the module doc). `shared`: the bootstrap of a broker the run does not own
-    (the session's `kafka`), for a size without broker faults: no broker of its own to start
-    (a fresh separated broker took 15 to 40 s to start under `make test`'s load)."""
+def run_chaos(root: Path, seed: int, size: Size, guarantee: str = "exactly_once") -> Outcome:
     began = time.monotonic()
-    if shared is not None and set(size.kinds) - set(PROCESS_KINDS):
-        raise ValueError(f"broker faults {size.kinds} need a broker of the run's own")
-    if shared is not None:
-        broker = SharedBroker(shared)
-    elif size.cluster:
-        broker = ClusterBroker(root / "cluster")
-    else:
-        broker = ChaosBroker(root / "broker")
+    broker = ClusterBroker(root / "cluster") if size.cluster else ChaosBroker(root / "broker")
     bootstrap = broker.start()
     instances, sampler = [], None
     try:
@@ -265,8 +247,7 @@ def run_chaos(
             "zeitgeist.SearchQuery",
         )  # fmt: skip
         open_input_topics(bootstrap, [f"{wc.prefix}lines", f"{win.prefix}events"])
-        settings = SHARED_CLIENT_SETTINGS if shared is not None else None
-        config = write_config(root / "chaos.toml", settings)
+        config = write_config(root / "chaos.toml")
         every = size.commit_interval_ms
         args = () if every is None else ("--commit-interval-ms", str(every))
         for unique in (wc, win):
