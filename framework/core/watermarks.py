@@ -151,7 +151,10 @@ class BoundedLateness(PartitionWatermark):
     less the bound. A record stamped beyond wall time plus `max_future_ms` is not seen at all
     (core/future_records.py): it moves nothing and breaks no silence, so a partition that
     carries only such records is idle like an empty one — it neither holds the watermark
-    back past `idle_ms` nor pushes it forward."""
+    back past `idle_ms` nor pushes it forward. A partition with records its reader has not
+    read yet (`unread`: its log goes on past the read position, or the reader holds fetched
+    records back) is behind, not silent: were it idle, the other partitions would move the
+    watermark past records already written to it, and those would come late."""
 
     def __init__(
         self,
@@ -167,6 +170,7 @@ class BoundedLateness(PartitionWatermark):
         self._wall = wall
         self._max_ts: int | None = None
         self._last_seen: float | None = None  # silence counts from when reading starts
+        self.unread: Callable[[], bool] = _nothing_unread  # the reader says (streaming)
 
     def future_limit(self) -> int:
         """The largest timestamp that may move the watermark now; above it, a record is in
@@ -185,12 +189,19 @@ class BoundedLateness(PartitionWatermark):
         if self._last_seen is None:
             self._last_seen = now
         if now - self._last_seen >= self._idle_s:
-            if not self._live:
+            if self.unread():
+                self._last_seen = now  # behind: the silence starts again once caught up
+            elif not self._live:
                 return None, True
-            # as if a record stamped now had just arrived: producers stamp the current time
-            wall = self._wall()
-            self._max_ts = wall if self._max_ts is None else max(wall, self._max_ts)
+            else:
+                # as if a record stamped now had just arrived: producers stamp the current time
+                wall = self._wall()
+                self._max_ts = wall if self._max_ts is None else max(wall, self._max_ts)
         return (None if self._max_ts is None else self._max_ts - self._bound), False
+
+
+def _nothing_unread() -> bool:
+    return False
 
 
 @dataclass(slots=True)

@@ -103,6 +103,8 @@ class Holds:
         # What was fetched beyond it is read again after the resume; until then the consumer's
         # position is unknown (-1001), so the idle catch-up of positions leaves it alone.
         self.consumer.seek(tp)
+        inp.parked.clear()  # read again too: the hold owns the pause now
+        inp.throttled = False
         previous = self._holds.get(key)
         retries = previous.retries + 1 if previous and previous.inp is inp else 0
         if not inp.paused and inp.frozen is None:

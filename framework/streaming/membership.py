@@ -31,12 +31,12 @@ from framework.state.restore import Restorer
 from framework.state.tables import Tables
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.committer import Committer
-from framework.streaming.fetched_runs import partition_runs
 from framework.streaming.holds import Holds
 from framework.streaming.hung_calls import HungCalls
 from framework.streaming.meter import Meter
+from framework.streaming.pacing import Pacer
 from framework.streaming.refused_records import RefusedRecords
-from framework.streaming.task import InputPartition, Task
+from framework.streaming.task import Task
 from framework.streaming.task_manager import TaskManager
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,7 @@ class Membership:
         self._keyed = {*io.spec.keyed_topics, io.spec.replay}
         self._refused_records = refused_records
         self._holds = holds
+        self._pacer = Pacer(consumer, holds)
         self._meter = meter
         self._pace = pace
         self._idle_max_s = max(IDLE_POLL_MAX_S, pace.idle_poll_s)
@@ -149,6 +150,7 @@ class Membership:
         follows the last one at once), else every commit interval (a backlog)."""
         consumer, channels, tasks = self._consumer, self._channels, self._tasks
         committer, refused, holds = self._committer, self._refused_records, self._holds
+        pacer = self._pacer
         meter, collector, routes = self._meter, self._collector, tasks.routes
         interval, batch, quiet = self._pace.commit_interval_s, self._pace.max_batch, 0
         calls = tasks.calls
@@ -171,9 +173,9 @@ class Membership:
             if self._tables is not None:
                 self._sync_tables(msgs)
             if refused.isolating(routes):
-                refused.handle(msgs, routes, holds)
-            else:
-                _handle_runs(msgs, routes, holds)
+                refused.handle(pacer.release(routes) + msgs, routes, holds)
+            elif pacer.route(msgs, routes):
+                self._dirty = True
             tasks.step()
             holds.step(routes)
             if msgs:
@@ -190,7 +192,7 @@ class Membership:
             collector.poll()
             if time.monotonic() - meter.reported >= 1:
                 meter.report(tasks.running(), tasks.inputs())
-            busy = msgs or heard or self._dirty or tasks.restoring or tasks.waiting
+            busy = msgs or heard or self._dirty or tasks.restoring or tasks.waiting or pacer.pending
             quiet = 0 if busy else quiet + 1
             if self._dirty and (
                 len(msgs) < max_batch
@@ -326,15 +328,3 @@ class Membership:
         bounded(
             close, wait=CLOSE_S, name=f"{self._spec.group}: {what}", computation=self._spec.name
         )
-
-
-def _handle_runs(
-    msgs: list[Message], routes: dict[tuple[str, int], tuple[Task, InputPartition]], holds: Holds
-) -> None:
-    """Hand each run of consecutive records of one partition (what a fetch returns) to its
-    task at once: the routing is paid per run, not per record. The records of a partition
-    held at an earlier one are read again after its resume."""
-    for topic, partition, run in partition_runs(msgs):
-        route = routes.get((topic, partition))
-        if route is not None and not route[1].paused:
-            holds.run(route[0], route[1], run)

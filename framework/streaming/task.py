@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from confluent_kafka import Message
@@ -73,6 +73,11 @@ class InputPartition:
     read: int = 0  # records read, for metrics
     paused: bool = False  # held at `position` until a service answers (streaming/holds.py)
     frozen: tuple[int | None, bool] | None = None  # the watermark while held, else None
+    # fetched, not yet handled: held back by the pacer until the task's other inputs catch
+    # up in event time (streaming/pacing.py); `throttled`: fetching paused meanwhile
+    parked: list[Message] = field(default_factory=list)
+    throttled: bool = False
+    front: int | None = None  # the largest timestamp handled through the pacer
 
     def consumed(self, msg: Message) -> None:
         self.position = msg.offset() + 1

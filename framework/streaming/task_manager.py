@@ -10,13 +10,14 @@ claims its outputs' end offsets, and its partitions are resumed.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.timers import decode_timer
-from framework.core.watermarks import Published
+from framework.core.watermarks import BoundedLateness, Published
 from framework.errors import Rejoin
 from framework.kafka.groups import standby_partitions
 from framework.kafka.output import ComputationIO
@@ -27,6 +28,7 @@ from framework.state.tables import Tables
 from framework.streaming.calls import Calls
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.hung_calls import HungCalls
+from framework.streaming.pacing import unread
 from framework.streaming.task import InputPartition, KeyedTask, RepartitionTask, Task
 
 log = logging.getLogger(__name__)
@@ -207,6 +209,8 @@ class TaskManager:
                     self.routes[(topic, p)] = (task, inp)
                     if isinstance(inp.watermark, Published):
                         self.channels.listen(inp.channels, inp.watermark)
+                    elif isinstance(inp.watermark, BoundedLateness):
+                        inp.watermark.unread = partial(unread, self.consumer, inp)
             # anything fetched before the pause was dropped unrouted: read again from start
             try:
                 self.consumer.seek(TopicPartition(topic, p, start))
@@ -236,7 +240,8 @@ class TaskManager:
         moved = 0
         for tp in self.consumer.position(tps):
             route = self.routes.get((tp.topic, tp.partition))
-            if route is not None and tp.offset > route[1].position:
+            # not past parked records: the consumer's position is, the task's is not
+            if route is not None and tp.offset > route[1].position and not route[1].parked:
                 route[1].position = tp.offset
                 moved += 1
         return moved

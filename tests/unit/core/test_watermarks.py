@@ -29,6 +29,27 @@ def test_silence_counts_from_when_reading_starts_not_from_creation():
     assert source.value() == (5_900, False)
 
 
+def test_a_partition_with_unread_records_is_behind_not_idle():
+    """Silent for idle_ms only because its reader has not got to its records yet (another
+    input read first, or held back by the pacer): were it idle, the other partitions would
+    move the watermark past those records, and they would come late."""
+    clock, unread = Clock(), [True]
+    for live in (False, True):
+        policy = BoundedOutOfOrderness(ms=100, idle_ms=2000, live=live)
+        source = BoundedLateness(policy, clock, lambda: 10**13)
+        source.unread = lambda: unread[0]
+        unread[0] = True
+        clock.now = 0.0
+        source.observe(5_000)
+        clock.now = 50.0
+        assert source.value() == (4_900, False), live
+        unread[0] = False  # caught up: the silence counts from here
+        clock.now = 51.9
+        assert source.value() == (4_900, False), live
+        clock.now = 52.0
+        assert source.value() == ((None, True) if not live else (10**13 - 100, False)), live
+
+
 def test_a_mark_applies_only_once_the_reader_is_past_its_offsets():
     p = Published("s", 0, ["a", "b"])
     p.offer(Mark("a", 100, False, {("s", 0): 9}))

@@ -17,8 +17,8 @@ from framework.core.timers import decode_timer
 from framework.kafka.output import ComputationIO
 from framework.kafka.schema_registry import RegistryUnavailable
 from framework.state.store import TaskStore
-from framework.streaming import membership
 from framework.streaming.holds import Holds, backoff
+from framework.streaming.pacing import Pacer
 from framework.streaming.task import KeyedTask
 from tests.unit.streaming.fakes import FakeCollector, FakeConsumer
 
@@ -94,6 +94,7 @@ def test_a_held_partition_waits_at_its_record_and_goes_on_once_the_registry_answ
     routes = {("in", 0): (task, main), ("other", 0): (task, other)}
     consumer, clock = FakeConsumer(), Clock()
     holds = Holds(task.io.spec, consumer, clock)
+    pacer = Pacer(consumer, holds)
     batch = [
         _msg("in", 5, "v1a"),
         _msg("in", 6, "v2"),  # a schema id not cached: the registry is needed, and away
@@ -101,8 +102,10 @@ def test_a_held_partition_waits_at_its_record_and_goes_on_once_the_registry_answ
         _msg("other", 3, "o1"),
         _msg("in", 8, "v1c"),  # a later run of the held partition: read again after it
     ]
-    membership._handle_runs(batch, routes, holds)
-    assert SEEN == ["v1a", "o1"]  # nothing after the held record, the other partition flows
+    pacer.route(batch, routes)
+    # in time order (the task's inputs are paced): nothing after the held record, the other
+    # partition flows
+    assert SEEN == ["o1", "v1a"]
     assert (main.position, other.position) == (6, 4)
     assert consumer.paused == {("in", 0)} and consumer.calls == [("seek", ("in", 0, 6))]
     assert ("in", 0) in holds and main.frozen == (5 - 10, False)
@@ -116,7 +119,7 @@ def test_a_held_partition_waits_at_its_record_and_goes_on_once_the_registry_answ
     clock.now += 0.1
     holds.step(routes)
     assert consumer.paused == set()
-    membership._handle_runs(batch[1:3], routes, holds)  # read again: still away
+    pacer.route(batch[1:3], routes)  # read again: still away
     assert consumer.paused == {("in", 0)} and main.position == 6
     clock.now += 0.9
     holds.step(routes)
@@ -124,9 +127,9 @@ def test_a_held_partition_waits_at_its_record_and_goes_on_once_the_registry_answ
     clock.now += 0.1
     holds.step(routes)
     down.clear()  # the registry answers
-    membership._handle_runs([batch[1], batch[2], batch[4]], routes, holds)
+    pacer.route([batch[1], batch[2], batch[4]], routes)
     holds.step(routes)
-    assert SEEN == ["v1a", "o1", "v2", "v1b", "v1c"]  # each once, in order
+    assert SEEN == ["o1", "v1a", "v2", "v1b", "v1c"]  # each once, in order
     assert main.position == 9 and ("in", 0) not in holds and main.frozen is None
     lines = [r.getMessage() for r in caplog.records]
     began = [line for line in lines if "does not answer" in line]
@@ -139,8 +142,9 @@ def test_a_route_rebuilt_after_an_aborted_commit_ends_the_hold(tmp_path):
     task = _task(tmp_path, {"v2"})
     consumer = FakeConsumer()
     holds = Holds(task.io.spec, consumer, Clock())
+    pacer = Pacer(consumer, holds)
     main = task.inputs[0]
-    membership._handle_runs([_msg("in", 6, "v2")], {("in", 0): (task, main)}, holds)
+    pacer.route([_msg("in", 6, "v2")], {("in", 0): (task, main)})
     assert ("in", 0) in holds
     rebuilt = _task(tmp_path / "again", {"v2"}).inputs[0]  # the rewind's new task
     holds.step({("in", 0): (task, rebuilt)})
@@ -153,9 +157,9 @@ def test_a_hook_that_meets_the_registry_away_holds_at_its_record_after_the_ones_
     task = _task(tmp_path, set(), NeedsTheRegistryInItsHook)
     main = task.inputs[0]
     consumer = FakeConsumer()
-    holds = Holds(task.io.spec, consumer, Clock())
+    pacer = Pacer(consumer, Holds(task.io.spec, consumer, Clock()))
     batch = [_msg("in", 5, "v1a"), _msg("in", 6, "v2"), _msg("in", 7, "v1b")]
-    membership._handle_runs(batch, {("in", 0): (task, main)}, holds)
+    pacer.route(batch, {("in", 0): (task, main)})
     # v1a is handled (its effects stay in the open transaction): read again, it would count twice
     assert SEEN == ["v1a"] and main.position == 6
     assert consumer.calls == [("seek", ("in", 0, 6))]

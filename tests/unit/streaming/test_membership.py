@@ -29,6 +29,7 @@ from framework.streaming.committer import Committer
 from framework.streaming.holds import Holds
 from framework.streaming.membership import IDLE_POLL_MAX_S, Membership, Pace
 from framework.streaming.meter import Meter
+from framework.streaming.pacing import Pacer
 from framework.streaming.refused_records import RefusedRecords
 from framework.streaming.task_manager import TaskManager
 from tests.support import in_fresh_process, raise_bare
@@ -390,7 +391,7 @@ def test_records_go_to_their_task_a_run_of_one_partition_at_a_time(tmp_path):
         _msg("a", 0, 9),
     ]
     spec = Pipeline("p").source("in").computation("c", Count, inputs={"in": None})["c"]
-    membership_module._handle_runs(msgs, routes, Holds(spec, FakeConsumer()))
+    Pacer(FakeConsumer(), Holds(spec, FakeConsumer())).route(msgs, routes)
     assert task.runs == [("a0", [5, 6, 7]), ("a1", [3]), ("b0", [9]), ("a0", [8]), ("a0", [9])]
 
 
