@@ -22,7 +22,8 @@ from framework.errors import Rejoin
 from framework.kafka.bounded_calls import BoundedCalls, LeftBehind
 from framework.kafka.collector import DATA_FAULTS, Collector
 from framework.kafka.groups import commit_metadata
-from framework.streaming.task import InputPartition, Task
+from framework.streaming.input_partition import InputPartition
+from framework.streaming.task import Task
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 60

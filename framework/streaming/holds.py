@@ -31,7 +31,8 @@ from confluent_kafka import Consumer, Message, TopicPartition
 from framework.core.metrics import HELD_PARTITIONS, HOLD_RETRIES
 from framework.core.pipeline import ComputationSpec
 from framework.errors import ServiceUnavailable
-from framework.streaming.task import InputPartition, Task
+from framework.streaming.input_partition import InputPartition
+from framework.streaming.task import Task
 
 log = logging.getLogger(__name__)
 

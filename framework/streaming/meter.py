@@ -26,7 +26,8 @@ from framework.core.metrics import (
     WATERMARK_LAG,
 )
 from framework.kafka.collector import Collector
-from framework.streaming.task import InputPartition, KeyedTask, Task
+from framework.streaming.input_partition import InputPartition
+from framework.streaming.task import KeyedTask, Task
 
 
 class Meter:

@@ -31,7 +31,8 @@ from confluent_kafka import Consumer, Message, TopicPartition
 
 from framework.streaming.fetched_runs import partition_runs
 from framework.streaming.holds import Holds
-from framework.streaming.task import InputPartition, KeyedTask, Task
+from framework.streaming.input_partition import InputPartition
+from framework.streaming.task import KeyedTask, Task
 
 DRIFT_MS = 1_000
 """How far past another input's next record a task may handle one: enough that a run is a

@@ -21,7 +21,8 @@ from framework.kafka.errors import group_event
 from framework.kafka.limits import read_limits
 from framework.kafka.output import ComputationIO
 from framework.streaming.holds import Holds
-from framework.streaming.task import InputPartition, Task
+from framework.streaming.input_partition import InputPartition
+from framework.streaming.task import Task
 
 log = logging.getLogger(__name__)
 Routes = dict[tuple[str, int], tuple[Task, InputPartition]]

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from confluent_kafka import Message
 
-from framework.core.api import MIN_TIME, Record, Timer
+from framework.core.api import MIN_TIME, Timer
 from framework.core.dedup import Segment
 from framework.core.executor import Executor
 from framework.core.future_records import future_error
@@ -26,9 +25,7 @@ from framework.core.percentile import RecentRate, Unit, Weighted, percentile_wat
 from framework.core.pipeline import Input
 from framework.core.timers import encode_timer, timer_key
 from framework.core.watermarks import (
-    BoundedLateness,
     Mark,
-    PartitionWatermark,
     Published,
     combine,
     partition_watermark,
@@ -37,116 +34,17 @@ from framework.core.watermarks import (
 )
 from framework.errors import BadRecord, Retry, TimedOut
 from framework.kafka.output import ComputationIO
-from framework.kafka.record_decoding import decode_record
 from framework.kafka.rekeying import rekey
 from framework.kafka.replays import ReplayedRecords, ReplayWatermark
 from framework.kafka.stream_codecs import stream_decoder
 from framework.state.store import TaskStore
 from framework.streaming.calls import Calls
 from framework.streaming.hung_calls import HungCalls
-
-
-class Ahead(NamedTuple):
-    """What `InputPartition.future` finds in a run: the offsets of its records stamped beyond
-    the skew allowance, the largest timestamp of the others (None: not computed, or none),
-    and the allowance's limit, the time those records are filed under."""
-
-    far: frozenset[int]
-    top: int | None
-    limit: int
-
-
-NOT_AHEAD = Ahead(frozenset(), None, 0)
-
-
-@dataclass(eq=False)
-class InputPartition:
-    """One topic-partition a task reads, and what it knows of that partition's watermark."""
-
-    topic: str
-    partition: int
-    stream: str
-    decode: Callable[[bytes], Any]
-    watermark: PartitionWatermark
-    channels: list[str]
-    position: int = 0  # next offset to read
-    read: int = 0  # records read, for metrics
-    paused: bool = False  # held at `position` until a service answers (streaming/holds.py)
-    frozen: tuple[int | None, bool] | None = None  # the watermark while held, else None
-    # fetched, not yet handled: held back by the pacer until the task's other inputs catch
-    # up in event time (streaming/pacing.py); `throttled`: fetching paused meanwhile
-    parked: list[Message] = field(default_factory=list)
-    throttled: bool = False
-    front: int | None = None  # the largest timestamp handled through the pacer
-
-    def consumed(self, msg: Message) -> None:
-        self.position = msg.offset() + 1
-        self.read += 1
-        self.watermark.observe(msg.timestamp()[1])
-
-    def consumed_run(self, msgs: list[Message], top: int | None = None) -> None:
-        """`consumed` for a run of this partition's records, in offset order (`top`: the
-        largest timestamp among them within the skew allowance, if known)."""
-        self.position = msgs[-1].offset() + 1
-        self.read += len(msgs)
-        if self._observes:
-            if top is None:
-                top = max(m.timestamp()[1] for m in msgs)
-                if self._bounded and top > self.watermark.future_limit():
-                    for m in msgs:  # rare: the watermark leaves out those from the future
-                        self.watermark.observe(m.timestamp()[1])
-                    return
-            self.watermark.observe(top)
-
-    def future(self, msgs: list[Message]) -> Ahead:
-        """Which records of a run are stamped beyond the source's skew allowance
-        (`BoundedOutOfOrderness.max_future_ms`; none but for such a source)."""
-        if not self._bounded:
-            return NOT_AHEAD
-        top = max(m.timestamp()[1] for m in msgs)
-        limit = self.watermark.future_limit()
-        if top <= limit:
-            return Ahead(frozenset(), top, limit)
-        far = frozenset(m.offset() for m in msgs if m.timestamp()[1] > limit)
-        within = [m.timestamp()[1] for m in msgs if m.offset() not in far]
-        return Ahead(far, max(within) if within else None, limit)
-
-    def __post_init__(self) -> None:
-        self.id_prefix = f"{self.topic}/{self.partition}/"
-        # Most watermarks ignore what is read (they follow published marks or nothing).
-        self._observes = type(self.watermark).observe is not PartitionWatermark.observe
-        self._bounded = isinstance(self.watermark, BoundedLateness)
-
-    def record(self, msg: Message, filed: int | None = None) -> Record:
-        """The record `msg` carries, at its timestamp or at `filed` (one from the future:
-        core/future_records.py); BadRecord (stage "decode") if its key, value or id header
-        cannot be read."""
-        return decode_record(
-            self.decode,
-            self.stream,
-            msg.key(),
-            msg.value(),
-            msg.timestamp()[1] if filed is None else filed,
-            msg.headers(),
-            self.id_prefix,
-            msg.offset(),
-        )
-
-
-@dataclass(eq=False)
-class ReplayPartition(InputPartition):
-    """A partition of the computation's replay topic: each record is one of the stream its
-    header names (`ReplayedRecords`), at its own time; its watermark is none."""
-
-    replayed: ReplayedRecords | None = None
-
-    def record(self, msg: Message, filed: int | None = None) -> Record:
-        assert self.replayed is not None
-        return self.replayed.record(msg)
-
-
-def _undecodable(value: bytes) -> Any:
-    raise BadRecord("replay", "a replayed record is decoded as one of the stream it names")
+from framework.streaming.input_partition import (
+    InputPartition,
+    ReplayPartition,
+    undecodable_replay,
+)
 
 
 class Task:
@@ -346,7 +244,7 @@ class KeyedTask(Task):
         # read beside its inputs, the dead letters `logwheel dlq replay` sends back: never
         # late, and no part of the input watermark (framework/kafka/replays.py)
         self.replays = ReplayPartition(
-            spec.replay, partition, spec.replay, _undecodable, ReplayWatermark(), []
+            spec.replay, partition, spec.replay, undecodable_replay, ReplayWatermark(), []
         )
         self.replays.replayed = ReplayedRecords(pipeline, spec, io.registry, partition)
         self._rates = [RecentRate(clock) for _ in self.inputs]  # what this task reads

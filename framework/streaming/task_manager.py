@@ -28,8 +28,9 @@ from framework.state.tables import Tables
 from framework.streaming.calls import Calls
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.hung_calls import HungCalls
+from framework.streaming.input_partition import InputPartition
 from framework.streaming.pacing import unread
-from framework.streaming.task import InputPartition, KeyedTask, RepartitionTask, Task
+from framework.streaming.task import KeyedTask, RepartitionTask, Task
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 30

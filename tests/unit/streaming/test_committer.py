@@ -15,7 +15,7 @@ from framework.core.watermarks import Unwatermarked
 from framework.errors import Rejoin
 from framework.streaming import committer as committer_mod
 from framework.streaming.committer import Committer
-from framework.streaming.task import InputPartition
+from framework.streaming.input_partition import InputPartition
 from tests.unit.streaming.fakes import FakeCollector, FakeConsumer
 
 log: list[str] = []

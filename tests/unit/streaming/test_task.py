@@ -17,7 +17,8 @@ from framework.core.watermarks import BoundedLateness, Published
 from framework.kafka.limits import Limit, TopicLimits
 from framework.kafka.output import ComputationIO
 from framework.state.store import TaskStore
-from framework.streaming.task import InputPartition, KeyedTask, RepartitionTask
+from framework.streaming.input_partition import InputPartition
+from framework.streaming.task import KeyedTask, RepartitionTask
 from tests.unit.kafka.fakes import fake_collector
 
 
