@@ -177,11 +177,17 @@ class Joined(Computation):
     def _arm(self, ctx: Context, state: dict) -> None:
         """Set the key's timer at the earliest close among its records (none: none); each
         side's records are sorted by time, so its earliest close is its first record's."""
-        closes = [state[side][0][0] + self.reach[side] for side in (LEFT, RIGHT) if side in state]
-        if closes:
-            ctx.set_timer(EXPIRY, min(closes))
+        lefts, rights, reach = state.get(LEFT), state.get(RIGHT), self.reach
+        if lefts:
+            close = lefts[0][0] + reach[LEFT]
+            if rights:
+                close = min(close, rights[0][0] + reach[RIGHT])
+        elif rights:
+            close = rights[0][0] + reach[RIGHT]
         else:
             ctx.cancel_timer(EXPIRY)
+            return
+        ctx.set_timer(EXPIRY, close)
 
     def _pair(self, ctx: Context, lv: Any, rv: Any, t_l: int, t_r: int) -> None:
         value = {"key": ctx.key, "left": lv, "right": rv}
