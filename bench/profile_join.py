@@ -13,8 +13,6 @@ Not run by run_all.py (it defines no QUICK_ARGS): a tool for whoever tunes the j
 from __future__ import annotations
 
 import cProfile
-import io
-import pstats
 import sys
 import threading
 import time
@@ -23,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, join  # noqa: E402
-from bench.profile_runner import ProfiledStop  # noqa: E402
+from bench.profile_runner import ProfiledStop, RunnerThread, report  # noqa: E402
 from bench.windowed import Results  # noqa: E402
 from framework.streaming.lifetime import Runner  # noqa: E402
 
@@ -41,41 +39,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = sum(data.expected(args.how).values())
     profiler = cProfile.Profile()
     stop = threading.Event() if args.no_profile else ProfiledStop(profiler)
-    failure: list[BaseException] = []
-
-    def healthy() -> None:
-        if failure or not thread.is_alive():
-            raise RuntimeError(f"the runner stopped: {failure!r}")
-
     with common.Workspace(args.bootstrap, "profile-join", args.keep) as ws:
         topics = {"left": f"{ws.run}-orders", "right": f"{ws.run}-payments"}
         output = f"{ws.run}-out"
         build = "bench.join:orders_payments"
         pipeline = ws.pipeline(build, ws.run, topics["left"], topics["right"], output, args.how)
         runner = Runner(pipeline, "join", bootstrap=args.bootstrap, state_dir=ws.dir / "state")
-
-        def target() -> None:
-            try:
-                runner.run(stop)
-            except BaseException as error:  # noqa: BLE001 - reported by the main thread
-                failure.append(error)
-
+        thread = RunnerThread(runner, stop)
         gate = join.Gate(args.bootstrap, topics, data)
         results = Results(args.bootstrap, output)
-        thread = threading.Thread(target=target, name="runner")
         try:
             thread.start()
-            if not results.wait(join.PARTITIONS, common.STARTUP_TIMEOUT_S, healthy):
+            if not results.wait(join.PARTITIONS, common.STARTUP_TIMEOUT_S, thread.healthy):
                 raise RuntimeError("no warm-up results")
-            if isinstance(stop, ProfiledStop):
-                stop.begin.set()
+            thread.begin()
             t0, cpu0 = time.monotonic(), time.process_time()
             gate.open()
-            results.wait(total, join.RUN_TIMEOUT_S, healthy)
+            results.wait(total, join.RUN_TIMEOUT_S, thread.healthy)
             seconds, cpu = time.monotonic() - t0, time.process_time() - cpu0
         finally:
-            stop.set()
-            thread.join(60)
+            thread.end()
             results.close()
             gate.close()
 
@@ -85,14 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.no_profile:
         print(f"{rate}, not profiled")
         return 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    profiler.dump_stats(out)
-    print(f"{rate} under the profiler; stats in {common.shown(out)}")
-    for key in ("tottime", "cumulative"):
-        buffer = io.StringIO()
-        pstats.Stats(profiler, stream=buffer).strip_dirs().sort_stats(key).print_stats(args.top)
-        print(f"\n== by {key} ==")
-        print(buffer.getvalue())
+    report(profiler, out, rate, args.top)
     return 0
 
 
