@@ -101,3 +101,24 @@ def test_a_record_that_would_pass_the_changelogs_limit_is_dead_lettered_state_as
     assert [e[2]["id"] for e in doc["l"]] == [f"o{i}" for i in range(5)]
     assert all(e[1] == 1 for e in doc["l"]) and doc["r"] == [[107, 1, {"id": "p"}]]
     assert len(encode_json(doc)) + 1 <= 200
+
+
+def test_state_as_sealed_per_record_before_loads_and_is_written_back_alike():
+    """The document's format did not change with its encoding per commit: one the join wrote
+    when it sealed after every record (encode_json of the same document) loads, meets its
+    partners and expires, and what is written back decodes to the same shape."""
+    j = Join()
+    j.state.docs["k"] = encode_json({"l": [[100, 0, {"id": "o1"}], [104, 1, {"id": "o2"}]]})
+    j.send("payments", {"id": "p1"}, 105)
+    assert j.output.produced == [
+        {"key": "k", "left": {"id": "o1"}, "right": {"id": "p1"}},
+        {"key": "k", "left": {"id": "o2"}, "right": {"id": "p1"}},
+    ]
+    assert j.commit() == {
+        "k": {
+            "l": [[100, 1, {"id": "o1"}], [104, 1, {"id": "o2"}]],
+            "r": [[105, 1, {"id": "p1"}]],
+        }
+    }
+    j.executor.advance_watermark(10_000)
+    assert j.commit() == {} and len(j.output.produced) == 2
