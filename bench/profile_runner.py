@@ -48,6 +48,49 @@ class ProfiledStop(threading.Event):
         return stopped
 
 
+class RunnerThread:
+    """`runner.run(stop)` in a thread of this process; `healthy()` raises once it failed or
+    stopped, `begin()` switches the profiler on (a ProfiledStop), `end()` stops it."""
+
+    def __init__(self, runner: Runner, stop: threading.Event) -> None:
+        self.runner, self.stop = runner, stop
+        self.failure: list[BaseException] = []
+        self.thread = threading.Thread(target=self._target, name="runner")
+
+    def _target(self) -> None:
+        try:
+            self.runner.run(self.stop)
+        except BaseException as error:  # noqa: BLE001 - reported by the main thread
+            self.failure.append(error)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def healthy(self) -> None:
+        if self.failure or not self.thread.is_alive():
+            raise RuntimeError(f"the runner stopped: {self.failure!r}")
+
+    def begin(self) -> None:
+        if isinstance(self.stop, ProfiledStop):
+            self.stop.begin.set()
+
+    def end(self) -> None:
+        self.stop.set()
+        self.thread.join(60)
+
+
+def report(profiler: cProfile.Profile, out: Path, rate: str, top: int) -> None:
+    """Save the profile to `out` and print its `top` rows by own and by cumulative time."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    profiler.dump_stats(out)
+    print(f"{rate} under the profiler; stats in {common.shown(out)}")
+    for key in ("tottime", "cumulative"):
+        buffer = io.StringIO()
+        pstats.Stats(profiler, stream=buffer).strip_dirs().sort_stats(key).print_stats(top)
+        print(f"\n== by {key} ==")
+        print(buffer.getvalue())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = common.Arguments("profile logwheel's count-words stage", {"records": 200_000})
     parser.add_argument(
@@ -76,12 +119,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         tuning["kafka"] = dict(item.split("=", 1) for item in args.kafka)
     profiler = cProfile.Profile()
     stop = threading.Event() if args.no_profile else ProfiledStop(profiler)
-    failure: list[BaseException] = []
-
-    def healthy() -> None:
-        if failure or not thread.is_alive():
-            raise RuntimeError(f"the runner stopped: {failure!r}")
-
     with common.Workspace(args.bootstrap, "profile", args.keep) as ws:
         source, output = f"{ws.run}-words", f"{ws.run}-out"
         build = "bench.throughput:count_words"
@@ -93,12 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             state_dir=ws.dir / "state",
             **tuning,
         )
-
-        def target() -> None:
-            try:
-                runner.run(stop)
-            except BaseException as error:  # noqa: BLE001 - reported by the main thread
-                failure.append(error)
+        thread = RunnerThread(runner, stop)
 
         words = (
             [f"k{i:07d}" for i in range(args.records)]
@@ -107,19 +139,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         gate = throughput.Gate(args.bootstrap, source, words)
         outputs = throughput.Outputs(args.bootstrap, output)
-        thread = threading.Thread(target=target, name="runner")
         try:
             thread.start()
-            outputs.wait(throughput.PARTITIONS, common.STARTUP_TIMEOUT_S, healthy)
-            if isinstance(stop, ProfiledStop):
-                stop.begin.set()
+            outputs.wait(throughput.PARTITIONS, common.STARTUP_TIMEOUT_S, thread.healthy)
+            thread.begin()
             t0, cpu0 = time.monotonic(), time.process_time()
             gate.open()
-            outputs.wait(throughput.PARTITIONS + args.records, throughput.RUN_TIMEOUT_S, healthy)
+            records = throughput.PARTITIONS + args.records
+            outputs.wait(records, throughput.RUN_TIMEOUT_S, thread.healthy)
             seconds, cpu = time.monotonic() - t0, time.process_time() - cpu0
         finally:
-            stop.set()
-            thread.join(60)
+            thread.end()
             outputs.close()
             gate.close()
 
@@ -129,14 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.no_profile:
         print(f"{rate}, in process, not profiled{' ' if tuning else ''}{tuning or ''}")
         return 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    profiler.dump_stats(out)
-    print(f"{rate} under the profiler; stats in {common.shown(out)}")
-    for key in ("tottime", "cumulative"):
-        buffer = io.StringIO()
-        pstats.Stats(profiler, stream=buffer).strip_dirs().sort_stats(key).print_stats(args.top)
-        print(f"\n== by {key} ==")
-        print(buffer.getvalue())
+    report(profiler, out, rate, args.top)
     return 0
 
 

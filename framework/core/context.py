@@ -7,7 +7,9 @@ is known to be storable (invariants 1 and 7):
 
 - state: the key's document is the live dict from the `KeyedState` cache; when the call
   returns it is sealed (encoded, checked against the changelog's limit); a failed call puts
-  back the last sealed form;
+  back the last sealed form. A computation that vouches for its state (`vouches_state`: it
+  checks what it adds and changes nothing in a call that fails) has it deferred instead
+  (`KeyedState.defer`), encoded once per commit, and says what it adds (`state_grows`);
 - timers: the first change to a (key, tag) in a call remembers what was there before;
 - productions: encoded and checked by the output (schema, size, timestamp window) when produced,
   with deterministic ids (`mmh3.hash128("<pipeline>.<computation>|<cause>|<n>")`, cause = the
@@ -95,6 +97,9 @@ class KeyedContext:
         "_productions",
         "_tables",
         "_failure",
+        "_vouched",
+        "_added",
+        "_strict",
     )
 
     def __init__(
@@ -106,6 +111,7 @@ class KeyedContext:
         name: str,
         outputs: frozenset[str],
         tables: Mapping[str, Any] | None = None,
+        vouched: bool = False,
     ) -> None:
         self._scope = scope
         self._states = states
@@ -121,6 +127,9 @@ class KeyedContext:
         self._productions: list[tuple[str, str, Any, int]] = []
         self._tables = dict(tables or {})
         self._failure: BaseException | None = None  # a production that failed in this call
+        self._vouched = vouched  # the computation vouches for its state: defer, not seal
+        self._added = 0  # encoded bytes the call said it adds to its deferred document
+        self._strict = False  # the call seals after all: near the changelog's limit
 
     # -- the executor's side --------------------------------------------------------------
 
@@ -130,6 +139,8 @@ class KeyedContext:
         self._timestamp = timestamp
         self._cause = cause
         self._doc = None
+        self._added = 0
+        self._strict = False
 
     def _finish(self) -> None:
         """The hook returned: seal its state, then hand its (already encoded and checked)
@@ -139,7 +150,10 @@ class KeyedContext:
         if self._failure is not None:
             raise self._failure
         if self._doc is not None:
-            self._states.seal(self._key, self._doc)
+            if self._vouched and not self._strict:
+                self._states.defer(self._key, self._added)
+            else:
+                self._states.seal(self._key, self._doc)
             self._doc = None
         if self._productions:
             productions, self._productions = self._productions, []
@@ -176,6 +190,21 @@ class KeyedContext:
         if doc is None:
             doc = self._doc = self._states.get(self._key)
         return doc
+
+    def state_grows(self, added: int) -> None:
+        """A hook of a computation that vouches for its state will add about `added` encoded
+        bytes (at least as many as it adds) to the key's document, and has changed nothing
+        yet in this call. Where that may pass the changelog's limit, the document is sealed
+        now as it is, and again when the call returns (its exact size checked there, the call
+        undone if it is over); elsewhere it stays deferred."""
+        if not self._vouched or self._strict:
+            return
+        states, key, total = self._states, self._key, self._added + added
+        if states.fits(key, total):
+            self._added = total
+        else:
+            states.seal(key, self.state)
+            self._strict = True
 
     @property
     def low_watermark(self) -> int:

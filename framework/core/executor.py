@@ -27,7 +27,7 @@ from framework.core.metrics import (
 from framework.core.pipeline import ComputationSpec
 from framework.core.timers import TimerService
 from framework.errors import BadRecord, LateRecord, Retry, UsageError
-from framework.serde.codecs import decoder_for, encoder_for
+from framework.serde.codecs import decoder_for, encode_json_vetted, encoder_for
 
 
 class TimerBackend(Protocol):
@@ -86,10 +86,21 @@ class Executor:
             decoder_for(spec.state_schema),
             capacity=cache_size,
             max_bytes=state_max_bytes,
+            encode_vetted=encode_json_vetted if spec.state_schema is None else None,
         )
         self._timers = TimerService(timers.load_all())
+        # a computation that vouches for its documents (checks what it adds, changes nothing
+        # in a call that fails) has them encoded once per commit, not per call (keyed_state.py)
+        vouched = getattr(type(self.computation), "vouches_state", False)
         self._ctx = KeyedContext(
-            self, self._state, self._timers, output, spec.group, frozenset(spec.outputs), tables
+            self,
+            self._state,
+            self._timers,
+            output,
+            spec.group,
+            frozenset(spec.outputs),
+            tables,
+            vouched=vouched,
         )
         self._late_metric = LATE_RECORDS.labels(spec.name)
         self._percentile_metric = PERCENTILE_LATE_RECORDS.labels(spec.name)

@@ -7,6 +7,13 @@ larger than the changelog accepts) fails its hook call, which is then undone and
 like any failing hook, instead of failing the commit later where no record is to blame
 (invariant 7). The sealed bytes are what the changelog gets, so a commit encodes nothing, and
 they are what a failed call rolls back to.
+
+A computation that vouches for its documents (`vouches_state`: it checks each piece it adds to
+a document, and a call of it that fails has changed nothing) has them *deferred* instead
+(`defer`): marked dirty, encoded once at the next `changes()`, not once per call. A document
+of n entries then costs O(n) per commit rather than per record (the interval join: a busy
+key holds many open records). Its size is bounded by an estimate (last encoded size plus what
+each call said it added, `fits`); near the changelog's limit the computation seals as above.
 """
 
 from __future__ import annotations
@@ -44,9 +51,12 @@ class KeyedState:
         *,
         capacity: int = 10_000,
         max_bytes: int | None = None,
+        encode_vetted: Callable[[Any], bytes] | None = None,
     ) -> None:
         self._backend = backend
         self._encode = encode
+        # of deferred documents, whose every piece its computation checked with `encode`
+        self._encode_vetted = encode if encode_vetted is None else encode_vetted
         self._decode = decode
         self.capacity = capacity
         self._slack = max(1, capacity // 8)
@@ -56,6 +66,7 @@ class KeyedState:
         self._sealed: dict[str, bytes | None] = {}  # encoded form of each cached document
         self._base: dict[str, bytes | None] = {}  # committed form of keys sealed since
         self._reported: dict[str, bytes | None] = {}  # by the last changes(), not yet committed
+        self._deferred: dict[str, int] = {}  # dirty, not encoded since: bytes added since
 
     def get(self, key: str) -> dict:
         """The live document of `key` ({} if it has none)."""
@@ -102,14 +113,36 @@ class KeyedState:
                 )
         else:
             raw = None
+        self._deferred.pop(key, None)
         before = self._sealed.get(key)
         if raw != before:
             if key not in self._base:
                 self._base[key] = before
             self._sealed[key] = raw
 
+    def defer(self, key: str, added: int = 0) -> None:
+        """A hook call of a computation that vouches for its documents touched `key` and
+        returned, having added about `added` encoded bytes (an upper bound; removals count
+        nothing): the document is dirty, and is encoded at the next `changes()`."""
+        if key not in self._base:
+            self._base[key] = self._sealed.get(key)
+        self._deferred[key] = self._deferred.get(key, 0) + added
+
+    def fits(self, key: str, added: int) -> bool:
+        """Whether `key`'s document surely stays within the changelog's limit with `added`
+        more encoded bytes (by its estimate: False may be wrong, True is not)."""
+        if self.max_bytes is None:
+            return True
+        raw = self._sealed.get(key)
+        size = 0 if raw is None else len(raw)
+        return size + self._deferred.get(key, 0) + added + len(key) + 2 <= self.max_bytes
+
     def rollback(self, key: str) -> None:
-        """A hook call that touched `key` failed: its document is again the last sealed one."""
+        """A hook call that touched `key` failed: its document is again the last sealed one
+        (a deferred one stays as it is: its computation changes nothing in a call that
+        fails)."""
+        if key in self._deferred:
+            return
         raw = self._sealed.get(key)
         self._aside.pop(key, None)
         self._cache[key] = {} if raw is None else self._decode(raw)
@@ -118,6 +151,8 @@ class KeyedState:
         """(key, encoded document or None for empty) for every key whose sealed form differs
         from the committed one."""
         sealed, out = self._sealed, []
+        if self._deferred:
+            self._encode_deferred()
         for key, base in self._base.items():
             now = sealed[key]
             self._reported[key] = now
@@ -126,10 +161,11 @@ class KeyedState:
         return out
 
     def committed(self) -> None:
-        """What the last `changes()` returned is durable; keys sealed since stay dirty."""
-        sealed, base = self._sealed, self._base
+        """What the last `changes()` returned is durable; keys sealed or deferred since stay
+        dirty."""
+        sealed, base, deferred = self._sealed, self._base, self._deferred
         for key, value in self._reported.items():
-            if sealed.get(key) == value:
+            if sealed.get(key) == value and key not in deferred:
                 base.pop(key, None)
             else:
                 base[key] = value
@@ -139,6 +175,17 @@ class KeyedState:
             cache[key] = aside.pop(key)  # back where it was: older than anything cached
             cache.move_to_end(key, last=False)
         self._shrink(self.capacity)
+
+    def _encode_deferred(self) -> None:
+        """Encode every deferred document (its computation vetted each piece: an error here is
+        a bug of that computation, not a record's)."""
+        cache, aside, sealed, encode = self._cache, self._aside, self._sealed, self._encode_vetted
+        for key in self._deferred:
+            doc = cache.get(key)
+            if doc is None:
+                doc = aside[key]
+            sealed[key] = encode(doc) if doc else None
+        self._deferred = {}
 
     def evict_clean(self) -> None:
         """Forget every clean document, so the next `get` reloads it from the backend."""

@@ -398,6 +398,18 @@ def encode_json(value: Any) -> bytes:
         raise EncodeError(f"value is not JSON-serializable: {exc}") from exc
 
 
+def encode_json_vetted(value: Any) -> bytes:
+    """Compact UTF-8 JSON of a value made only of pieces `encode_json` accepted one by one (a
+    state document its computation vetted as it grew, keyed_state.py): orjson alone, without
+    `encode_json`'s scan for `null` (a vetted piece holds no NaN) nor its refusal of what only
+    orjson writes (a vetted piece may hold a UUID beside another's null); the standard library
+    where orjson refuses (nesting deeper than its limit)."""
+    try:
+        return _orjson_dumps(value, option=_ORJSON)
+    except (TypeError, orjson.JSONEncodeError):
+        return encode_json(value)
+
+
 def decode_json(data: bytes | None) -> Any:
     """The value of UTF-8 JSON bytes; anything else is a DecodeError."""
     if data is None:

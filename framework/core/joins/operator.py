@@ -36,11 +36,15 @@ from typing import Any
 
 from framework.core.api import Computation, Context, Record, Timer
 from framework.errors import BadRecord, LateRecord
+from framework.serde.codecs import encode_json as _encode
 
 HOWS = ("inner", "left", "outer")
 LEFT, RIGHT = "l", "r"
 EXPIRY = "expire"  # the tag of a key's one timer
 _time = itemgetter(0)  # of a held record, [t, matched, value]
+ENTRY_BYTES = 16
+"""Encoded bytes of a held record beyond its time and value, at most: `[t,0,v]`, the comma
+before it, and its side's `"l":[]`."""
 
 
 def hold_ms(before_ms: int, after_ms: int, grace_ms: int) -> int:
@@ -56,6 +60,11 @@ class Joined(Computation):
     judges_lateness = True
     """The executor hands it records behind the watermark too: one whose window is still open
     is on time, and the computation raises `LateRecord` for the rest."""
+
+    vouches_state = True
+    """Its documents are encoded once per commit, not after every call (core/keyed_state.py):
+    it checks each value it keeps (`encode_json`), says how much it adds
+    (`ctx.state_grows`), and changes its document only once nothing in the call can fail."""
 
     def __init__(
         self,
@@ -83,11 +92,24 @@ class Joined(Computation):
                 f"record of {record.stream!r} in a join of {self.left!r} and {self.right!r}",
             )
         side, other = sides
-        ts, value, state = record.timestamp, record.value, ctx.state
+        ts, value = record.timestamp, record.value
         close = ts + self.reach[side]
         watermark = ctx.low_watermark
         if close <= watermark:
             raise self._late(record, side, close, watermark)
+        # Everything that may fail comes before the state changes (vouches_state): the
+        # value's check, the estimate of the document's size, the pairs' productions.
+        try:
+            encoded = _encode(value)
+        except Exception as error:
+            raise BadRecord(
+                "state",
+                f"state of key {ctx.key!r} cannot be stored ({error}): a join keeps its open "
+                "records' values as JSON",
+                error,
+            ) from error
+        ctx.state_grows(len(encoded) + len(str(ts)) + ENTRY_BYTES)
+        state = ctx.state
         # left at t_l meets right at t_r when t_r - after <= t_l <= t_r + before; a partner
         # is still held (open) while t + its reach > W
         if side == LEFT:
@@ -95,9 +117,9 @@ class Joined(Computation):
         else:
             low, high = ts - self.after, ts + self.before
         low = max(low, watermark - self.reach[other] + 1)
-        matched = 0
+        met = []
         partners = state.get(other)
-        if partners:  # the live document, sorted by time: its flags are sealed with the call
+        if partners:  # the live document, sorted by time
             at = bisect_left(partners, low, key=_time)
             for entry in islice(partners, at, None):
                 t = entry[0]
@@ -107,18 +129,24 @@ class Joined(Computation):
                     self._pair(ctx, value, entry[2], ts, t)
                 else:
                     self._pair(ctx, entry[2], value, t, ts)
-                matched = entry[1] = 1
-        mine = state.setdefault(side, [])
-        mine.insert(bisect_right(mine, ts, key=_time), [ts, matched, value])
-        self._arm(ctx)
+                met.append(entry)
+        for entry in met:  # flags written with the pairs, in the same commit
+            entry[1] = 1
+        mine = state.get(side)
+        if mine is None:
+            mine = state[side] = []
+        mine.insert(bisect_right(mine, ts, key=_time), [ts, 1 if met else 0, value])
+        self._arm(ctx, state)
 
     def process_timer(self, ctx: Context, timer: Timer) -> None:
         state, now = ctx.state, timer.time
+        closing = {}  # side -> how many of its records (a prefix) closed by `now`
         for side in (LEFT, RIGHT):
             entries = state.get(side)
             if not entries:
                 continue
             closed = bisect_right(entries, now - self.reach[side], key=_time)  # t + reach <= now
+            closing[side] = closed
             if self.alone[side]:
                 for t, matched, value in entries[:closed]:
                     if not matched:
@@ -128,11 +156,12 @@ class Joined(Computation):
                             {"key": ctx.key, "left": pair[0], "right": pair[1]},
                             timestamp=t,
                         )
-            if closed == len(entries):
+        for side, closed in closing.items():  # after every production (vouches_state)
+            if closed == len(state[side]):
                 del state[side]
             elif closed:
-                del entries[:closed]
-        self._arm(ctx)
+                del state[side][:closed]
+        self._arm(ctx, state)
 
     def queried_state(self, state: Any) -> Any:
         """A key's open records per side, oldest first (`logwheel run --serve`):
@@ -145,15 +174,20 @@ class Joined(Computation):
             for name, side in (("left", LEFT), ("right", RIGHT))
         }
 
-    def _arm(self, ctx: Context) -> None:
+    def _arm(self, ctx: Context, state: dict) -> None:
         """Set the key's timer at the earliest close among its records (none: none); each
         side's records are sorted by time, so its earliest close is its first record's."""
-        state = ctx.state
-        closes = [state[side][0][0] + self.reach[side] for side in (LEFT, RIGHT) if side in state]
-        if closes:
-            ctx.set_timer(EXPIRY, min(closes))
+        lefts, rights, reach = state.get(LEFT), state.get(RIGHT), self.reach
+        if lefts:
+            close = lefts[0][0] + reach[LEFT]
+            if rights:
+                close = min(close, rights[0][0] + reach[RIGHT])
+        elif rights:
+            close = rights[0][0] + reach[RIGHT]
         else:
             ctx.cancel_timer(EXPIRY)
+            return
+        ctx.set_timer(EXPIRY, close)
 
     def _pair(self, ctx: Context, lv: Any, rv: Any, t_l: int, t_r: int) -> None:
         value = {"key": ctx.key, "left": lv, "right": rv}

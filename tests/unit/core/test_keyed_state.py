@@ -142,3 +142,81 @@ def test_dirty_documents_an_eviction_meets_wait_aside_for_the_commit():
     for k in ("d0", "y", "x", "d5", "d1"):
         st.get(k)
     assert backend.loads == ["d1"] and st.get("d1") == {"n": 1}
+
+
+def counting_state(docs=None, **kwargs) -> tuple[KeyedState, _Backend, list]:
+    """A state whose every encode is recorded (the key-less document)."""
+    encoded: list = []
+
+    def encode(doc):
+        encoded.append(decode_json(encode_json(doc)))
+        return encode_json(doc)
+
+    backend = _Backend(docs or {})
+    return KeyedState(backend, encode, decode_json, **kwargs), backend, encoded
+
+
+def defer(st: KeyedState, key: str, change=None, added: int = 0) -> dict:
+    """One hook call on `key` of a computation that vouches for its state."""
+    doc = st.get(key)
+    if change:
+        change(doc)
+    st.defer(key, added)
+    return doc
+
+
+def test_deferred_documents_are_encoded_once_at_changes_not_per_call():
+    st, backend, encoded = counting_state({"a": {"n": [0]}})
+    for i in range(1, 50):
+        defer(st, "a", lambda d, i=i: d["n"].append(i))
+    defer(st, "b", lambda d: d.update(x=1))
+    defer(st, "c")  # touched, still empty: nothing to write
+    assert encoded == []
+    assert decoded(st.changes()) == [("a", {"n": list(range(50))}), ("b", {"x": 1})]
+    assert len(encoded) == 2
+    backend.apply(st.changes())
+    st.committed()
+    assert st.changes() == [] and len(encoded) == 2
+    defer(st, "a", lambda d: d.clear())  # emptied: a tombstone
+    assert decoded(st.changes()) == [("a", None)]
+
+
+def test_a_deferred_document_touched_between_changes_and_committed_stays_dirty():
+    st, backend, _ = counting_state()
+    defer(st, "a", lambda d: d.update(n=1))
+    backend.apply(st.changes())
+    defer(st, "a", lambda d: d.update(n=2))  # a hook ran while the commit was under way
+    st.committed()
+    assert decoded(st.changes()) == [("a", {"n": 2})]
+
+
+def test_a_failed_call_leaves_a_deferred_document_as_it_is_and_sealing_makes_it_exact():
+    st, _, _ = counting_state()
+    defer(st, "a", lambda d: d.update(n=1))
+    st.rollback("a")  # a failed call of a computation that changes nothing when it fails
+    assert st.get("a") == {"n": 1}
+    touch(st, "a", lambda d: d.update(n=2))  # sealed after all: no longer deferred
+    st.get("a")["n"] = 99
+    st.rollback("a")
+    assert st.get("a") == {"n": 2}
+    assert decoded(st.changes()) == [("a", {"n": 2})]
+
+
+def test_deferred_documents_set_aside_by_an_eviction_are_still_written():
+    st, backend, _ = counting_state(capacity=1)
+    for k in "abc":
+        defer(st, k, lambda d, k=k: d.update(v=k))
+    st.get("x")  # a clean read: the eviction sets a and b aside
+    assert decoded(st.changes()) == [("a", {"v": "a"}), ("b", {"v": "b"}), ("c", {"v": "c"})]
+
+
+def test_fits_bounds_a_deferred_document_by_its_last_size_and_what_calls_added():
+    st, _, _ = counting_state(max_bytes=100)
+    assert st.fits("a", 90) and not st.fits("a", 98)
+    touch(st, "a", lambda d: d.update(s="x" * 40))  # sealed: 48 bytes encoded
+    assert st.fits("a", 40) and not st.fits("a", 60)
+    defer(st, "a", added=30)
+    assert st.fits("a", 10) and not st.fits("a", 30)
+    st.changes()  # encoded: the estimate is the exact size again (unchanged document)
+    assert st.fits("a", 40)
+    assert counting_state()[0].fits("a", 10**9)  # no limit
