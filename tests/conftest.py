@@ -96,10 +96,18 @@ LONGEST_FIRST = ("tests/chaos/test_seeded_chaos.py", "tests/chaos/test_seeded_ch
 LONGEST_FIRST += ("tests/chaos/test_seeded_verifier.py",)
 """`make test` runs test files side by side (pytest-xdist, a file per worker, in collection
 order): the seeded chaos runs take minutes, so they start first rather than last."""
+LONG_BEFORE_SHORT = ("tests/integration/test_wordcount.py", "tests/integration/test_wheel.py")
+"""Files of one to three minutes that sort among the last (100 and 70 s alone): started after
+the chaos files, not at the end, where one worker ran them while the others had nothing left."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))  # stable
+    def rank(item: pytest.Item) -> int:
+        if item.nodeid.startswith(LONGEST_FIRST):
+            return 0
+        return 1 if item.nodeid.startswith(("tests/chaos/", *LONG_BEFORE_SHORT)) else 2
+
+    items.sort(key=rank)  # stable
 
 
 @pytest.fixture

@@ -27,21 +27,27 @@ TRANSACTIONS_LOG4J = f"-Dlog4j2.configurationFile={REPO / 'ops' / 'log4j2-transa
 def maven_classpath(project: Path, jar: Path) -> str:
     """The Java classpath (`jar` and its copied dependencies) of the Maven project in
     `project`, whose build writes `jar`: built first (`mvn -q package
-    dependency:copy-dependencies`) when a file of the project is newer than the jar. Builds of
-    the same jar wait for each other (test files run side by side, and beside the benchmarks)."""
+    dependency:copy-dependencies`) when a file of the project is newer than the jar, unless a
+    build of the same files is kept in the user's cache (tests/support_build_cache.py). Builds
+    of the same jar wait for each other (test files run side by side, and beside the
+    benchmarks)."""
+    from tests import support_build_cache
+
     jar.parent.mkdir(parents=True, exist_ok=True)
     with open(jar.parent / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released with the file
         newest = max(p.stat().st_mtime for p in project.rglob("*") if p.is_file())
         if not jar.exists() or jar.stat().st_mtime < newest:
-            print(f"building {jar} with Maven", file=sys.stderr, flush=True)
-            shutil.rmtree(jar.parent / "dependency", ignore_errors=True)  # no stale versions
-            subprocess.run(
-                ["mvn", "-q", "-f", str(project / "pom.xml"), "package"]
-                + ["dependency:copy-dependencies"],
-                check=True,
-                stdout=sys.stderr,
-            )
+            if not support_build_cache.restore(project, jar):
+                print(f"building {jar} with Maven", file=sys.stderr, flush=True)
+                shutil.rmtree(jar.parent / "dependency", ignore_errors=True)  # no stale versions
+                subprocess.run(
+                    ["mvn", "-q", "-f", str(project / "pom.xml"), "package"]
+                    + ["dependency:copy-dependencies"],
+                    check=True,
+                    stdout=sys.stderr,
+                )
+                support_build_cache.keep(project, jar)
             jar.touch()  # Maven leaves a jar whose classes did not change as it was
     return f"{jar}{os.pathsep}{jar.parent / 'dependency'}{os.sep}*"
 
