@@ -112,9 +112,8 @@ class Pacer:
                 continue
             handed += self._drain(task, inputs)
             for inp in inputs:
-                if inp.throttled and not inp.paused and len(inp.parked) <= PARKED_MAX // 2:
-                    inp.throttled = False
-                    self.consumer.resume([TopicPartition(inp.topic, inp.partition)])
+                if inp.throttled and len(inp.parked) <= PARKED_MAX // 2:
+                    self._unthrottle(inp)
             if not any(i.parked for i in inputs):
                 del self._pending[task]
         return handed
@@ -127,10 +126,8 @@ class Pacer:
             for inp in task.inputs:
                 out += inp.parked
                 inp.parked = []
-                if inp.throttled:
-                    inp.throttled = False
-                    if not inp.paused and routes.get((inp.topic, inp.partition)):
-                        self.consumer.resume([TopicPartition(inp.topic, inp.partition)])
+                if inp.throttled and routes.get((inp.topic, inp.partition)):
+                    self._unthrottle(inp)
         self._pending.clear()
         return out
 
@@ -145,15 +142,17 @@ class Pacer:
             limit = self._limit(task, first, head, inputs)
             if limit is None:
                 return handed  # waiting for an input with nothing fetched
-            parked = first.parked
-            n = 1
-            while n < len(parked) and _time(parked[n]) <= limit:
+            parked, n, top = first.parked, 1, head
+            while n < len(parked):
+                t = _time(parked[n])
+                if t > limit:
+                    break
+                top = max(top, t)
                 n += 1
             run = parked[:n]
             del parked[:n]
             self.holds.run(task, first, run)
             handed += n
-            top = max(map(_time, run))
             if first.front is None or top > first.front:
                 first.front = top
 
@@ -191,6 +190,12 @@ class Pacer:
         tp = TopicPartition(inp.topic, inp.partition, inp.parked[-1].offset() + 1)
         self.consumer.pause([tp])
         self.consumer.seek(tp)  # what was fetched past the parked records is fetched again
+
+    def _unthrottle(self, inp: InputPartition) -> None:
+        """Fetch `inp` again, unless a hold (streaming/holds.py) keeps it paused."""
+        inp.throttled = False
+        if not inp.paused:
+            self.consumer.resume([TopicPartition(inp.topic, inp.partition)])
 
 
 def _paced(task: Task, inp: InputPartition) -> bool:
