@@ -163,3 +163,21 @@ def test_a_hook_that_meets_the_registry_away_holds_at_its_record_after_the_ones_
     # v1a is handled (its effects stay in the open transaction): read again, it would count twice
     assert SEEN == ["v1a"] and main.position == 6
     assert consumer.calls == [("seek", ("in", 0, 6))]
+
+
+def test_a_hold_drops_what_the_pacer_parked_past_the_held_record(tmp_path):
+    """Parked past the held record, those records are fetched again after the resume: kept
+    too, they would be handled twice."""
+    SEEN.clear()
+    task = _task(tmp_path, {"v2"})
+    main, other = task.inputs
+    routes = {("in", 0): (task, main), ("other", 0): (task, other)}
+    consumer, clock = FakeConsumer(), Clock()
+    consumer.records[("other", 0)] = [_msg("other", o, "o") for o in range(5)]  # more to come
+    holds = Holds(task.io.spec, consumer, clock)
+    pacer = Pacer(consumer, holds)
+    pacer.route([_msg("other", 0, "o0")], routes)
+    # "other" is at 0: "in" may go up to 1,000, so its record at 3,000 stays parked
+    pacer.route([_msg("in", 5, "v1a"), _msg("in", 6, "v2"), _msg("in", 3_000, "v9")], routes)
+    assert SEEN == ["o0", "v1a"] and ("in", 0) in holds
+    assert main.parked == [] and not main.throttled

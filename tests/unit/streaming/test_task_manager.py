@@ -57,6 +57,23 @@ def test_restore_runs_in_the_loop_then_the_task_runs_from_its_committed_offset(t
     tm.close()
 
 
+def test_the_idle_catch_up_of_positions_never_passes_records_the_pacer_holds(tmp_path):
+    """The consumer's position is past the records parked by the pacer (fetched, not handled):
+    taken as the task's, a commit would cover them, and a crash would lose them."""
+    tm, consumer, restorer = manager(tmp_path, {("tm-words", 1): 42})
+    tm.assigned([TopicPartition("tm-words", 1)])
+    restorer.done = [1]
+    tm.step()
+    tm.step()
+    inp = tm.routes[("tm-words", 1)][1]
+    consumer.positions[("tm-words", 1)] = 50
+    inp.parked = [object()]
+    assert tm.catch_up_positions() == 0 and inp.position == 42
+    inp.parked = []
+    assert tm.catch_up_positions() == 1 and inp.position == 50
+    tm.close()
+
+
 def test_revocation_during_restore_stops_it(tmp_path):
     tm, consumer, restorer = manager(tmp_path)
     tm.assigned([TopicPartition("tm-words", 2)])
