@@ -7,8 +7,9 @@ every `--watermark-every` records (bench/join.py's sources: the highest time rea
 
 No broker, no consumer, no producer: what is left is the join's own per-record work and the
 executor's around it, so a change to either can be compared before and after in seconds (the
-minimum over `--rounds` rounds of the process's CPU time per input record). `--profile` prints
-a cProfile of one round instead.
+minimum over `--rounds` rounds of the process's CPU time per input record). A first round,
+not measured, is checked against bench/join.py's reference: a result missing or unexpected
+fails the run (exit 1) before any figure. `--profile` prints a cProfile of one round instead.
 
     python bench/join_cpu.py [--records N] [--keys K] [--minutes M] [--how inner|left|outer]
                              [--rounds R] [--commit-every N] [--watermark-every N] [--profile]
@@ -19,6 +20,7 @@ Not run by run_all.py (it defines no QUICK_ARGS): a tool for whoever tunes the j
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import heapq
 import pstats
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.join import Input, make_input, orders_payments  # noqa: E402
+from bench.join import Input, make_input, orders_payments, reference  # noqa: E402
 from framework.core.api import Record  # noqa: E402
 from framework.core.executor import Executor  # noqa: E402
 from framework.core.keyed_state import MemoryStateBackend  # noqa: E402
@@ -58,6 +60,20 @@ class EncodingOutput:
         raise RuntimeError(f"dead letter at {stage}: {error}") from error
 
 
+class CheckingOutput(EncodingOutput):
+    """Also keeps each result as bench/join.py's reference has it: (key, order id, payment
+    id), for the round that is checked, not measured."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.results: collections.Counter = collections.Counter()
+
+    def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Any:
+        left, right = value["left"], value["right"]
+        self.results[(key, left and left["id"], right and right["id"])] += 1
+        return super().encode(stream, key, value, timestamp, record_id)
+
+
 def records(data: Input) -> list[Record]:
     """The measured input of both sides, merged in time order (orders first on a tie)."""
     sides = [
@@ -70,12 +86,17 @@ def records(data: Input) -> list[Record]:
 
 
 def run(
-    how: str, batch: list[Record], commit_every: int, watermark_every: int
+    how: str,
+    batch: list[Record],
+    commit_every: int,
+    watermark_every: int,
+    output: EncodingOutput | None = None,
 ) -> tuple[float, int]:
     """One pass over `batch` by a fresh executor: process CPU seconds, and results."""
     pipeline = orders_payments("join-cpu", ORDERS, PAYMENTS, "out", how)
     spec = pipeline.computations["join"]
-    state, timers, output = MemoryStateBackend(), MemoryTimerBackend(), EncodingOutput()
+    state, timers = MemoryStateBackend(), MemoryTimerBackend()
+    output = EncodingOutput() if output is None else output
     executor = Executor(spec, state, timers, output)
     last = {ORDERS: 0, PAYMENTS: 0}
     t0 = time.process_time()
@@ -109,6 +130,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data = make_input(args.records, args.keys, args.minutes, base=1_700_000_000_000)
     batch = records(data)
+    checked = CheckingOutput()  # a round checked against the reference before any figure
+    run(args.how, batch, args.commit_every, args.watermark_every, checked)
+    want = reference(data.events["left"], data.events["right"], args.how)
+    if checked.results != want:
+        missing, unexpected = want - checked.results, checked.results - want
+        print(f"WRONG: {sum(missing.values())} missing, {sum(unexpected.values())} unexpected")
+        return 1
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
