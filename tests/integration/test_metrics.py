@@ -52,11 +52,17 @@ def test_metrics_after_a_run(kafka, tmp_path):
             names = {dict(ls).get("computation") for (_, ls) in samples} - {None}
             by_computation[names.pop()] = (port, samples)
 
-        def settled():  # counts move into the metrics once a second
+        def settled():  # counts move into the metrics once a second, the outputs' once
+            # their delivery is reported: a scrape had every record in and 1,000 of 1,494 out
             samples = scrape(by_computation["count-words"][0])
-            return value(samples, "logwheel_records_in_total") == wc.total() and samples
+            total = wc.total()
+            return (
+                value(samples, "logwheel_records_in_total") == total
+                and value(samples, "logwheel_records_out_total", topic=wc.counts_topic) == total
+                and samples
+            )
 
-        count = wait_for(settled, 30, what="records in to reach what was produced")
+        count = wait_for(settled, 30, what="records in and out to reach what was produced")
         split = scrape(by_computation["split-words"][0])
     finally:
         job.stop()
