@@ -45,8 +45,7 @@ def faulty_wordcount(
 ) -> Pipeline:
     pipeline = build(name, prefix, guarantee)
     counts = f"{prefix}word-counts"
-    spec = pipeline.computations["count-words"]
-    pipeline.computations["count-words"] = replace(
-        spec, factory=lambda: FaultyCountWords(counts, task, after, stall, armed)
+    spec = pipeline["count-words"]
+    return pipeline.redeclared(
+        replace(spec, factory=lambda: FaultyCountWords(counts, task, after, stall, armed))
     )
-    return pipeline

@@ -18,8 +18,9 @@ from framework.backfill.plan import Plan, Range, co_partitioned
 from framework.backfill.session import kafka_source
 from framework.backfill.task import BAD, COLUMNS, IDS, RECORD, RECORD_CONSTANTS, STATE, TIMER, route
 from framework.core.dedup import decode_segment
+from framework.core.part import reader_group
 from framework.core.pipeline import ComputationSpec, Pipeline
-from framework.kafka.config import consumer_config, reader_group
+from framework.kafka.config import consumer_config
 from framework.kafka.registry_settings import RegistrySettings
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,9 @@ import logging
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from framework.core.global_tables import MemoryGlobalTable
+from framework.core.part import reader_group
 from framework.core.pipeline import ComputationSpec, Pipeline
-from framework.kafka.config import consumer_config, reader_group
+from framework.kafka.config import consumer_config
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.stream_codecs import table_decoder
 from framework.state.following import Follower

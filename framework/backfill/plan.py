@@ -24,6 +24,7 @@ from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
 from framework.core.dead_letters import undecodable
 from framework.core.forgery import DEFAULT_ALLOWANCE_MS, check_mark, pipeline_allowance
+from framework.core.part import reader_group
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import (
     Mark,
@@ -32,7 +33,7 @@ from framework.core.watermarks import (
     partition_watermark,
     task_producer,
 )
-from framework.kafka.config import consumer_config, producer_config, reader_group
+from framework.kafka.config import consumer_config, producer_config
 from framework.kafka.topic_ends import Ends, offset_at, parse_point, read_to_end
 from framework.kafka.topics import COMPACT, TopicSpec
 

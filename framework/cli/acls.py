@@ -7,14 +7,14 @@ import os
 import socket
 
 from framework.ops import acls as acls_module
-from framework.ops.acls import computation_acls, create_acls, injector_acls, pipeline_acls
+from framework.ops.acls import create_acls, part_acls, pipeline_acls
 
 
 def register_acls(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "acls",
-        help="the least-privilege ACLs of a pipeline's computations and injectors: print "
-        "them, or --create them",
+        help="the least-privilege ACLs of a pipeline's parts (computations, sinks, injectors, "
+        "the queries of its state): print them, or --create them",
         description=acls_module.__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -22,17 +22,19 @@ def register_acls(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--principal",
         required=True,
-        help="e.g. User:job; with {name} in it, each computation or injector its own (User:{name})",
+        help="e.g. User:job; with {name} in it, each part its own (User:{name}; the queries of "
+        "the pipeline's state are the part named 'queries')",
     )
     parser.add_argument(
+        "--part",
         "--computation",
+        "--sink",
+        "--injector",
+        dest="parts",
         action="append",
         default=[],
         metavar="NAME",
-        help="only this computation's ACLs (repeatable)",
-    )
-    parser.add_argument(
-        "--injector", action="append", default=[], metavar="NAME", help="only this injector's"
+        help="only this part's ACLs (a computation, sink, injector, or 'queries'; repeatable)",
     )
     parser.add_argument(
         "--host",
@@ -73,20 +75,13 @@ def acls_command(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.pipeline)
     bootstrap = bootstrap_from(args.bootstrap) if args.create else _named_bootstrap(args)
     host = args.host or local_address(bootstrap)
-    parts = [("computation", n) for n in args.computation]
-    parts += [("injector", n) for n in args.injector]
+    parts = args.parts
     if not parts and "{name}" in args.principal:
-        parts = [("computation", n) for n in pipeline.computations]
-        parts += [("injector", n) for n in acls_module.injectors(pipeline)]
+        parts = [part.name for part in pipeline.parts()]
     acls = set()
-    for kind, name in parts:
+    for name in parts:
         principal = args.principal.replace("{name}", name)
-        if kind == "computation":
-            acls |= set(
-                computation_acls(pipeline, name, principal, host=host, allow_reset=args.allow_reset)
-            )
-        else:
-            acls |= set(injector_acls(pipeline, name, principal, host=host))
+        acls |= set(part_acls(pipeline, name, principal, host=host, allow_reset=args.allow_reset))
     if not parts:
         acls = set(pipeline_acls(pipeline, args.principal, reset=args.allow_reset, host=host))
     if args.create:

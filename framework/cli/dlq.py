@@ -1,5 +1,6 @@
-"""`logwheel dlq ls|replay`: a computation's (or sink's) dead letters, counted, and sent back
-after a fix (framework/ops/dead_letter_counts.py, framework/ops/replay.py)."""
+"""`logwheel dlq ls|replay`: a part's dead letters (a computation's, a sink's), counted, and a
+computation's sent back after a fix (framework/ops/dead_letter_counts.py,
+framework/ops/replay.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def register_dlq(commands: argparse._SubParsersAction) -> None:
         help="dead letters by stage and reason, how many are replayed, the newest few",
     )
     ls.add_argument("pipeline", metavar="MODULE:ATTR")
-    ls.add_argument("--computation", required=True, metavar="NAME", help="or a sink's name")
+    ls.add_argument(
+        "--computation", "--part", required=True, metavar="NAME", help="or a sink's name"
+    )
     ls.add_argument("--json", action="store_true", help="one JSON object")
     ls.add_argument("--newest", type=int, default=5, metavar="N", help="show the N newest (5)")
     add_bootstrap(ls)
@@ -48,7 +51,7 @@ def register_dlq(commands: argparse._SubParsersAction) -> None:
 
 
 def list_dead_letters(args: argparse.Namespace) -> int:
-    """Counts of a computation's (or sink's) dead letters by stage and reason."""
+    """Counts of a part's dead letters by stage and reason."""
     from rich.console import Console
     from rich.table import Table
 
@@ -80,7 +83,7 @@ def list_dead_letters(args: argparse.Namespace) -> int:
         newest.add_row(d["dead_letter"], d["stage"], d["source_topic"] or "-", *where,
                        "yes" if d["replayed"] else "no")  # fmt: skip
     console.print(newest)
-    if summary.total > summary.replayed and args.computation in pipeline.computations:
+    if summary.total > summary.replayed and pipeline.part(args.computation).replayable:
         console.print(
             f"replay after the fix: logwheel dlq replay {args.pipeline} "
             f"--computation {args.computation}",

@@ -96,6 +96,17 @@ class Computation:
     """Full name of an Avro record type in `schemas/` for this computation's state, or None
     for JSON documents."""
 
+    judges_lateness: bool = False
+    """Whether it judges lateness itself: the executor then hands it records behind the input
+    low watermark too, and it raises `LateRecord` for those it finds late (a window takes a
+    record within its grace; a join one whose window is still open)."""
+
+    vouches_state: bool = False
+    """Whether it vouches for its state documents: it checks each value it keeps, says how
+    much it adds (`ctx.state_grows`) and changes nothing in a call that fails, so its
+    documents are encoded once per commit instead of after every call (the keyed state
+    cache, framework/core/keyed_state.py)."""
+
     def process_record(self, ctx: Context, record: Record) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement process_record")
 

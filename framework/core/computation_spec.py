@@ -1,4 +1,6 @@
-"""What a pipeline declares of one computation, and the topics that follow from its name."""
+"""What a pipeline declares of one computation (a window and a join are computations too): its
+spec, checked and built once by `computation_spec`, and the topics, grants and graph node that
+follow from it as a part of the pipeline (framework/core/part.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,34 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from framework.core.api import MIN_TIME, Computation
-from framework.core.declarations import Input, Percentile
+from framework.core.declarations import (
+    ERROR_POLICIES,
+    GUARANTEES,
+    LATE_POLICIES,
+    Input,
+    KeyExtractor,
+    Percentile,
+    PipelineError,
+    check_format,
+    check_name,
+    check_schema,
+    check_stream,
+    check_topic_length,
+)
 from framework.core.dedup import Dedup
-from framework.core.global_tables import GlobalTable
+from framework.core.global_tables import GlobalTable, declare_global_tables
+from framework.core.part import (
+    GROUP_OPERATIONS,
+    OWN_TOPIC_OPERATIONS,
+    READ_OPERATIONS,
+    RESET_OPERATIONS,
+    TRANSACTION_OPERATIONS,
+    WRITE_OPERATIONS,
+    Grant,
+    Graph,
+    OwnTopic,
+    literal,
+)
 
 DEFAULT_HOOK_TIMEOUT_MS = 60_000
 
@@ -41,9 +68,13 @@ class ComputationSpec:
     stage "timeout" (framework/streaming/watchdog.py)."""
     kind: str = "computation"
     """What declared it, for pictures of the graph (`logwheel graph`, `logwheel ui`):
-    "computation", "window" (`windowed`), ..."""
+    "computation", "window" (`windowed`), "join" (`join`)."""
     global_tables: Mapping[str, GlobalTable] = field(default_factory=dict)
     """Topics every task reads whole, by name (framework/core/global_tables.py)."""
+
+    runtime = "keyed"
+    replayable = True
+    queryable = True
 
     @property
     def group(self) -> str:
@@ -105,6 +136,11 @@ class ComputationSpec:
         return self.keyed_topics + [i.stream for i in self.inputs if i.key]
 
     @property
+    def subscribed_topics(self) -> list[str]:
+        """What its group subscribes to: what it consumes and its replayed dead letters."""
+        return [*self.consumed_topics, self.replay]
+
+    @property
     def table_topics(self) -> list[str]:
         """The topics of every table it reads: co-partitioned, then global."""
         return [*self.tables.values(), *(t.topic for t in self.global_tables.values())]
@@ -113,8 +149,162 @@ class ComputationSpec:
     def exactly_once(self) -> bool:
         return self.guarantee == "exactly_once"
 
+    @property
+    def node(self) -> str:
+        return f"c:{self.name}"
+
+    @property
+    def detail(self) -> str:
+        return f"grace {self.hold_ms} ms" if self.kind == "window" and self.hold_ms else ""
+
     def output_watermark(self, input_watermark: int, earliest_timer: int | None) -> int:
         """The watermark of this computation's future output: min(input watermark, earliest
         pending event-time timer), less `hold_ms` (invariant 4)."""
         low = input_watermark if earliest_timer is None else min(input_watermark, earliest_timer)
         return max(MIN_TIME, low - self.hold_ms) if self.hold_ms else low
+
+    def own_topics(self) -> list[OwnTopic]:
+        n = self.partitions
+        own = [
+            OwnTopic(self.changelog, "changelog", n, "compact", True),
+            OwnTopic(self.timers, "timers", n, "compact", True),
+        ]
+        if self.dedup is not None:
+            own.append(OwnTopic(self.ids, "ids", n, "compact", True))
+        own.append(OwnTopic(self.watermarks, "watermarks", 1, "compact", True))
+        own += [
+            OwnTopic(self.by_key(i.stream), "by-key", n, "delete", True)
+            for i in self.inputs
+            if i.key is not None
+        ]
+        return [
+            *own,
+            OwnTopic(self.dlq, "dlq", 1, "dlq", False),
+            OwnTopic(self.replay, "replay", n, "replay", True),
+            OwnTopic(self.replayed, "replayed", 1, "compact", False),
+        ]
+
+    def tables_read(self) -> list[tuple[str, str, str]]:
+        found = [(name, topic, "table") for name, topic in self.tables.items()]
+        found += [(name, t.topic, "global table") for name, t in self.global_tables.items()]
+        return found
+
+    def channels_followed(self, graph: Graph) -> list[str]:
+        """Every watermark channel its tasks learn their inputs' watermarks from."""
+        return [c for i in self.inputs for c in graph.channels_of(i.stream)]
+
+    def grants(self, graph: Graph, *, reset: bool = False) -> list[Grant]:
+        """Everything under `<pipeline>.<computation>.` (its state, marks, repartition topics,
+        dead letters, transactional ids, reader group), its group; Read on its inputs, tables
+        and the channels of what writes them; Write on its outputs."""
+        prefix = f"{self.group}."
+        own = OWN_TOPIC_OPERATIONS + (RESET_OPERATIONS if reset else ())
+        reads = {i.stream for i in self.inputs} | set(self.table_topics)
+        reads |= set(self.channels_followed(graph)) - {self.watermarks}
+        return [
+            Grant("TOPIC", "PREFIXED", prefix, own),
+            Grant("GROUP", "LITERAL", self.group, GROUP_OPERATIONS),
+            Grant("GROUP", "PREFIXED", prefix, GROUP_OPERATIONS),
+            Grant("TRANSACTIONAL_ID", "PREFIXED", prefix, TRANSACTION_OPERATIONS),
+            *literal(reads, READ_OPERATIONS),
+            *literal(set(self.outputs), WRITE_OPERATIONS),
+        ]
+
+
+def computation_spec(
+    pipeline: str,
+    name: str,
+    factory: type[Computation] | Callable[[], Computation],
+    *,
+    inputs: Mapping[str, KeyExtractor | None],
+    outputs: Mapping[str, str | None] | None,
+    guarantee: str,
+    partitions: int,
+    state_schema: str | None,
+    on_error: str,
+    tables: Mapping[str, str] | None,
+    formats: Mapping[str, str] | None,
+    low_watermark: Percentile | None,
+    dedup: Dedup | None,
+    hook_timeout_ms: int,
+    global_tables: Mapping[str, str | GlobalTable] | None,
+    kind: str = "computation",
+    on_late: str = "drop",
+    hold_ms: int = 0,
+    where: str | None = None,
+) -> ComputationSpec:
+    """A checked `ComputationSpec`, built once; a one-line `PipelineError` naming the fix
+    otherwise. `where` names the declaration in messages ("computation 'c'", "join 'j'")."""
+    where = where or f"computation {name!r}"
+    check_name("computation", name)
+    if guarantee not in GUARANTEES:
+        raise PipelineError(f"{where}: guarantee={guarantee!r}; use one of {GUARANTEES}")
+    if not inputs:
+        raise PipelineError(f"{where} needs at least one input stream")
+    if on_error not in ERROR_POLICIES:
+        raise PipelineError(f"{where}: on_error={on_error!r}; use one of {ERROR_POLICIES}")
+    if on_late not in LATE_POLICIES:
+        raise PipelineError(f"{where}: on_late={on_late!r}; use one of {LATE_POLICIES}")
+    outputs = dict(outputs or {})
+    tables = dict(tables or {})
+    declared_globals = declare_global_tables(where, global_tables, tables)
+    for stream in [*inputs, *outputs, *tables.values()]:
+        check_stream(stream)
+    group = f"{pipeline}.{name}"
+    for topic in [f"{group}.changelog", *(f"{group}.{s}.by-key" for s in inputs)]:
+        check_topic_length(topic, f"{where}'s")
+    for table in tables:
+        check_name(f"{where}: table", table)
+    for schema in [*outputs.values(), state_schema]:
+        if schema is not None:
+            check_schema(schema)
+    formats = {s: f for s, f in (formats or {}).items() if f is not None}
+    for stream, fmt in formats.items():
+        if stream not in outputs:
+            raise PipelineError(
+                f"{where}: formats names {stream!r}, which is not one of its outputs "
+                f"{sorted(outputs)}"
+            )
+        check_format(f"{where}: output {stream!r}", fmt, outputs[stream])
+        if outputs[stream] is None and fmt != "json":
+            raise PipelineError(
+                f"{where}: output {stream!r} is format={fmt!r} but has no schema: give it one "
+                "(outputs={stream: 'full.Name'})"
+            )
+    if low_watermark is not None and not isinstance(low_watermark, Percentile):
+        raise PipelineError(
+            f"{where}: low_watermark={low_watermark!r}; use Percentile(0.99) or leave it out "
+            "for the strict minimum"
+        )
+    if dedup is not None and not isinstance(dedup, Dedup):
+        raise PipelineError(f"{where}: dedup={dedup!r}; use dedup=Dedup(id=..., horizon_ms=...)")
+    if type(hook_timeout_ms) is not int or hook_timeout_ms <= 0:
+        raise PipelineError(
+            f"{where}: hook_timeout_ms={hook_timeout_ms!r}; give whole milliseconds > 0 "
+            f"(default {DEFAULT_HOOK_TIMEOUT_MS:_})"
+        )
+    for stream, extractor in inputs.items():
+        if extractor is not None and not callable(extractor):
+            raise PipelineError(
+                f"{where}: input {stream!r} needs key_by(field), a callable record -> str, or None"
+            )
+    return ComputationSpec(
+        pipeline=pipeline,
+        name=name,
+        factory=factory,
+        inputs=tuple(Input(s, k) for s, k in inputs.items()),
+        outputs=outputs,
+        guarantee=guarantee,
+        partitions=partitions,
+        state_schema=state_schema or getattr(factory, "state_schema", None),
+        on_error=on_error,
+        tables=tables,
+        on_late=on_late,
+        formats=formats,
+        hold_ms=hold_ms,
+        low_watermark=low_watermark,
+        dedup=dedup,
+        hook_timeout_ms=hook_timeout_ms,
+        kind=kind,
+        global_tables=declared_globals,
+    )

@@ -91,7 +91,7 @@ class Executor:
         self._timers = TimerService(timers.load_all())
         # a computation that vouches for its documents (checks what it adds, changes nothing
         # in a call that fails) has them encoded once per commit, not per call (keyed_state.py)
-        vouched = getattr(type(self.computation), "vouches_state", False)
+        vouched = type(self.computation).vouches_state
         self._ctx = KeyedContext(
             self,
             self._state,
@@ -125,7 +125,7 @@ class Executor:
         )
         # a computation that judges lateness itself (windows: within grace is on time) sees
         # every record, and raises LateRecord for those it finds late
-        self._judges_lateness = getattr(cls, "judges_lateness", False)
+        self._judges_lateness = cls.judges_lateness
 
     @property
     def state(self) -> KeyedState:

@@ -1,13 +1,20 @@
-"""Declaring a pipeline: named streams, sources, computations and the topics they imply."""
+"""Declaring a pipeline: named streams, sources and the parts that read and write them
+(computations, windows, joins, sinks; injectors through their sources), each checked once as
+it is declared."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from framework.core.api import Computation
-from framework.core.computation_spec import DEFAULT_HOOK_TIMEOUT_MS, ComputationSpec
+from framework.core.computation_spec import (
+    DEFAULT_HOOK_TIMEOUT_MS,
+    ComputationSpec,
+    computation_spec,
+)
 from framework.core.declarations import (
     DEFAULT_PARTITIONS,
     EMITS,
@@ -36,11 +43,15 @@ from framework.core.declarations import (
     key_by,
 )
 from framework.core.dedup import Dedup
-from framework.core.global_tables import GlobalTable, declare_global_tables
-from framework.core.joins.declaration import declare_join
-from framework.core.sink_spec import SinkSpec, sink_spec
-from framework.core.windows import Aggregate, Hopping, Session, Window
-from framework.core.windows.operator import Windowed
+from framework.core.global_tables import GlobalTable
+from framework.core.injector_spec import InjectorSpec
+from framework.core.joins.declaration import join_spec
+from framework.core.part import Part
+from framework.core.query_spec import QUERIES, QueriesSpec
+from framework.core.sink_spec import sink_spec
+from framework.core.windows.aggregates import Aggregate
+from framework.core.windows.declaration import windowed_spec
+from framework.core.windows.shapes import Window
 
 __all__ = [
     "DEFAULT_PARTITIONS",
@@ -58,6 +69,7 @@ __all__ = [
     "InjectorWatermark",
     "Input",
     "KeyExtractor",
+    "Part",
     "Percentile",
     "Pipeline",
     "PipelineError",
@@ -69,7 +81,8 @@ __all__ = [
 
 @dataclass
 class Pipeline:
-    """A named graph of streams and computations; every edge is a Kafka topic."""
+    """A named graph of streams and the parts that read and write them; every edge is a Kafka
+    topic."""
 
     name: str
     partitions: int = DEFAULT_PARTITIONS
@@ -79,13 +92,13 @@ class Pipeline:
     it); format="avro" keeps single-object encoding, format="json" JSON (the runtime falls back
     to `[registry] url` in --config, then LOGWHEEL_SCHEMA_REGISTRY)."""
     sources: dict[str, Source] = field(default_factory=dict)
-    computations: dict[str, ComputationSpec] = field(default_factory=dict)
-    sinks: dict[str, SinkSpec] = field(default_factory=dict)
     subject_strategy: str | None = None
     """Under which subject writers register their schemas in the registry: "topic"
     (`<topic>-value`, the default), "record" (the record's full name) or "topic_record"
     (`<topic>-<record full name>`): Confluent's TopicNameStrategy, RecordNameStrategy and
     TopicRecordNameStrategy. None: `[registry] subject_name_strategy`, else "topic"."""
+    _declared: dict[str, Part] = field(default_factory=dict, init=False, repr=False)
+    """The parts declared by name, in declaration order (injectors come from the sources)."""
 
     def __post_init__(self) -> None:
         check_name("pipeline", self.name)
@@ -93,6 +106,8 @@ class Pipeline:
         if self.partitions < 1:
             raise PipelineError(f"pipeline {self.name!r}: partitions must be >= 1")
         check_subject_strategy(f"pipeline {self.name!r}", self.subject_strategy)
+
+    # -- declaring -----------------------------------------------------------------------
 
     def source(
         self,
@@ -104,7 +119,8 @@ class Pipeline:
         """Declare a stream written from outside the pipeline. `format="confluent"` (the
         default once the pipeline has a registry) reads it in the Confluent wire format
         (resolved to `schema`, or as its writers wrote it without one); `format="json"` reads
-        JSON, registry or not."""
+        JSON, registry or not. With `watermark=InjectorWatermark(name)`, the injector `name`
+        writing it is a part of the pipeline."""
         check_stream(stream)
         check_outside(stream, self.internal_prefixes())
         if stream in self.sources:
@@ -113,25 +129,15 @@ class Pipeline:
             check_schema(schema)
         check_format(f"source {stream!r}", format, schema)
         if isinstance(watermark, InjectorWatermark):
-            self._claim_prefix(f"injector {watermark.injector!r}", watermark.injector)
-            check_writable(stream, f"injector {watermark.injector!r}: stream")
+            injector = watermark.injector
+            if injector in self._declared or injector == QUERIES:
+                raise PipelineError(
+                    f"injector {injector!r}: {self._taken(injector)}: name the injector otherwise"
+                )
+            self._claim_prefix(f"injector {injector!r}", injector)
+            check_writable(stream, f"injector {injector!r}: stream")
         self.sources[stream] = Source(stream, schema, watermark, format)
         return self
-
-    def internal_prefixes(self) -> dict[str, str]:
-        """Each computation's and injector's internal topic prefix, `<pipeline>.<name>.`."""
-        owners = {f"computation {c!r}": c for c in self.computations}
-        owners.update({f"sink {s!r}": s for s in self.sinks})
-        for s in self.sources.values():
-            if isinstance(s.watermark, InjectorWatermark):
-                owners[f"injector {s.watermark.injector!r}"] = s.watermark.injector
-        return {owner: f"{self.name}.{name}." for owner, name in owners.items()}
-
-    def _claim_prefix(self, owner: str, name: str) -> None:
-        """Refuse `owner`'s prefix if a stream already declared lies inside it."""
-        check_topic_length(f"{self.name}.{name}.watermarks", owner)
-        for stream in self.streams():
-            check_outside(stream, {owner: f"{self.name}.{name}."})
 
     def computation(
         self,
@@ -168,91 +174,25 @@ class Pipeline:
         `global_tables` names topics every task reads whole (name -> topic, or
         `GlobalTable(topic, history_ms=...)` to look values up as of a time) with
         `ctx.table(name)`: no co-partitioning needed."""
-        check_name("computation", name)
-        if name in self.computations or name in self.sinks:
-            raise PipelineError(f"computation {name!r} is declared twice")
-        if guarantee not in GUARANTEES:
-            raise PipelineError(
-                f"computation {name!r}: guarantee={guarantee!r}; use one of {GUARANTEES}"
+        return self._add(
+            computation_spec(
+                self.name,
+                name,
+                computation,
+                inputs=inputs,
+                outputs=outputs,
+                guarantee=guarantee,
+                partitions=partitions or self.partitions,
+                state_schema=state_schema,
+                on_error=on_error,
+                tables=tables,
+                formats=formats,
+                low_watermark=low_watermark,
+                dedup=dedup,
+                hook_timeout_ms=hook_timeout_ms,
+                global_tables=global_tables,
             )
-        if not inputs:
-            raise PipelineError(f"computation {name!r} needs at least one input stream")
-        if on_error not in ERROR_POLICIES:
-            raise PipelineError(
-                f"computation {name!r}: on_error={on_error!r}; use one of {ERROR_POLICIES}"
-            )
-        outputs = dict(outputs or {})
-        tables = dict(tables or {})
-        global_tables = declare_global_tables(f"computation {name!r}", global_tables, tables)
-        for stream in [*inputs, *outputs, *tables.values()]:
-            check_stream(stream)
-        prefixes = {**self.internal_prefixes(), f"computation {name!r}": f"{self.name}.{name}."}
-        for stream in [*inputs, *outputs]:
-            check_outside(stream, prefixes)
-        for stream in outputs:
-            check_writable(stream, f"computation {name!r}: output")
-        self._claim_prefix(f"computation {name!r}", name)
-        for topic in [
-            f"{self.name}.{name}.changelog",
-            *(f"{self.name}.{name}.{s}.by-key" for s in inputs),
-        ]:
-            check_topic_length(topic, f"computation {name!r}'s")
-        for table in tables:
-            check_name(f"computation {name!r}: table", table)
-        for schema in [*outputs.values(), state_schema]:
-            if schema is not None:
-                check_schema(schema)
-        formats = dict(formats or {})
-        for stream, fmt in formats.items():
-            if stream not in outputs:
-                raise PipelineError(
-                    f"computation {name!r}: formats names {stream!r}, which is not one of its "
-                    f"outputs {sorted(outputs)}"
-                )
-            check_format(f"computation {name!r}: output {stream!r}", fmt, outputs[stream])
-            if outputs[stream] is None and fmt != "json":
-                raise PipelineError(
-                    f"computation {name!r}: output {stream!r} is format={fmt!r} but has no "
-                    "schema: give it one (outputs={stream: 'full.Name'})"
-                )
-        if low_watermark is not None and not isinstance(low_watermark, Percentile):
-            raise PipelineError(
-                f"computation {name!r}: low_watermark={low_watermark!r}; use Percentile(0.99) "
-                "or leave it out for the strict minimum"
-            )
-        if dedup is not None and not isinstance(dedup, Dedup):
-            raise PipelineError(
-                f"computation {name!r}: dedup={dedup!r}; use dedup=Dedup(id=..., horizon_ms=...)"
-            )
-        if type(hook_timeout_ms) is not int or hook_timeout_ms <= 0:
-            raise PipelineError(
-                f"computation {name!r}: hook_timeout_ms={hook_timeout_ms!r}; give whole "
-                f"milliseconds > 0 (default {DEFAULT_HOOK_TIMEOUT_MS:_})"
-            )
-        for stream, extractor in inputs.items():
-            if extractor is not None and not callable(extractor):
-                raise PipelineError(
-                    f"computation {name!r}: input {stream!r} needs key_by(field), "
-                    "a callable record -> str, or None"
-                )
-        self.computations[name] = ComputationSpec(
-            pipeline=self.name,
-            name=name,
-            factory=computation,
-            inputs=tuple(Input(s, k) for s, k in inputs.items()),
-            outputs=outputs,
-            guarantee=guarantee,
-            partitions=partitions or self.partitions,
-            state_schema=state_schema or getattr(computation, "state_schema", None),
-            on_error=on_error,
-            tables=tables,
-            formats=formats,
-            low_watermark=low_watermark,
-            dedup=dedup,
-            hook_timeout_ms=hook_timeout_ms,
-            global_tables=global_tables,
         )
-        return self
 
     def windowed(
         self,
@@ -284,44 +224,84 @@ class Pipeline:
         `dedup=Dedup(...)` drops records whose id was already seen for the same key.
         `hook_timeout_ms` bounds each call of the aggregate's and key extractors' code, as
         for `computation`. `global_tables` are declared and read as for `computation`."""
-        where = f"windowed computation {name!r}"
-        if not isinstance(window, Hopping | Session):
-            raise PipelineError(
-                f"{where}: window={window!r}; use windows.Tumbling(size_ms), "
-                "windows.Hopping(size_ms, every_ms) or windows.Session(gap_ms)"
+        return self._add(
+            windowed_spec(
+                self.name,
+                name,
+                inputs=inputs,
+                window=window,
+                aggregate=aggregate,
+                output=output,
+                output_schema=output_schema,
+                output_format=output_format,
+                emit=emit,
+                guarantee=guarantee,
+                on_late=on_late,
+                on_error=on_error,
+                partitions=partitions or self.partitions,
+                low_watermark=low_watermark,
+                dedup=dedup,
+                hook_timeout_ms=hook_timeout_ms,
+                global_tables=global_tables,
             )
-        if not isinstance(aggregate, Aggregate):
-            raise PipelineError(
-                f"{where}: aggregate={aggregate!r}; use windows.Count(), Sum(field), Min(field), "
-                "Max(field), Mean(field), Collect(field) or Reduce(initial, add, merge)"
-            )
-        if isinstance(window, Session) and not aggregate.mergeable:
-            raise PipelineError(
-                f"{where}: session windows merge, and {aggregate!r} cannot: give "
-                "Reduce(initial, add, merge=...) a merge(a, b) of two accumulators"
-            )
-        if emit not in EMITS:
-            raise PipelineError(f"{where}: emit={emit!r}; use one of {EMITS}")
-        if on_late not in LATE_POLICIES:
-            raise PipelineError(f"{where}: on_late={on_late!r}; use one of {LATE_POLICIES}")
-        self.computation(
-            name,
-            lambda: Windowed(window, aggregate, output, emit),
-            inputs=inputs,
-            outputs={output: output_schema},
-            guarantee=guarantee,
-            partitions=partitions,
-            on_error=on_error,
-            formats={output: output_format} if output_format else None,
-            low_watermark=low_watermark,
-            dedup=dedup,
-            hook_timeout_ms=hook_timeout_ms,
-            global_tables=global_tables,
         )
-        self.computations[name] = replace(
-            self.computations[name], on_late=on_late, hold_ms=window.grace_ms, kind="window"
+
+    def join(
+        self,
+        name: str,
+        *,
+        left: str,
+        right: str,
+        inputs: Mapping[str, KeyExtractor | None],
+        before_ms: int,
+        after_ms: int,
+        grace_ms: int = 0,
+        how: str = "inner",
+        output: str,
+        output_schema: str | None = None,
+        output_format: str | None = None,
+        guarantee: str = "exactly_once",
+        on_late: str = "drop",
+        on_error: str = "dead_letter",
+        partitions: int | None = None,
+        low_watermark: Percentile | None = None,
+        dedup: Dedup | None = None,
+        hook_timeout_ms: int = DEFAULT_HOOK_TIMEOUT_MS,
+        global_tables: Mapping[str, str | GlobalTable] | None = None,
+    ) -> Pipeline:
+        """Declare an interval join of streams `left` and `right`, both keyed by `inputs`
+        (stream -> key extractor, or None for the Kafka key): per key, a right record at t_r
+        meets a left one at t_l when t_l - before_ms <= t_r <= t_l + after_ms, and each pair
+        is produced once on `output` as {"key", "left", "right"} at max(t_l, t_r). With
+        how="left" (or "outer"), a left (or either) record no partner matched is produced
+        alone once the input low watermark passes its window's far edge plus `grace_ms`. A
+        record whose own window closed before it came is late: dropped and counted
+        (`on_late="drop"`) or dead-lettered at stage "late". The other options are
+        `computation`'s."""
+        return self._add(
+            join_spec(
+                self.name,
+                name,
+                left=left,
+                right=right,
+                inputs=inputs,
+                before_ms=before_ms,
+                after_ms=after_ms,
+                grace_ms=grace_ms,
+                how=how,
+                output=output,
+                output_schema=output_schema,
+                output_format=output_format,
+                guarantee=guarantee,
+                on_late=on_late,
+                on_error=on_error,
+                partitions=partitions or self.partitions,
+                low_watermark=low_watermark,
+                dedup=dedup,
+                hook_timeout_ms=hook_timeout_ms,
+                global_tables=global_tables,
+            )
         )
-        return self
 
     def sink(self, name: str, *, inputs: Mapping[str, None], sink: object) -> Pipeline:
         """Declare a sink: the records of `inputs` (stream -> None: read as partitioned)
@@ -329,28 +309,110 @@ class Pipeline:
         batch of a partition in one transaction of the target with the partition's next
         offset. It runs under `logwheel run` as its own consumer group `<pipeline>.<name>`,
         its refused rows in `<pipeline>.<name>.dlq`."""
-        if name in self.sinks or name in self.computations:
-            raise PipelineError(f"sink {name!r}: a computation or sink of that name exists")
-        spec = sink_spec(self.name, name, inputs, sink)
-        for stream in spec.inputs:
-            check_outside(stream, self.internal_prefixes())
-        self._claim_prefix(f"sink {name!r}", name)
-        self.sinks[name] = spec
+        return self._add(sink_spec(self.name, name, inputs, sink))
+
+    def _add(self, part: Part) -> Pipeline:
+        """Add a part once it fits the graph: its name free, the streams it reads and writes
+        outside every part's own topics, and no stream declared inside its own."""
+        where = f"{part.kind} {part.name!r}"
+        if part.name in self._declared or part.name in self._injectors() or part.name == QUERIES:
+            raise PipelineError(f"{where}: {self._taken(part.name)}: give it another name")
+        prefixes = {**self.internal_prefixes(), where: f"{self.name}.{part.name}."}
+        for stream in [*(i.stream for i in part.inputs), *part.outputs]:
+            check_outside(stream, prefixes)
+        for stream in part.outputs:
+            check_writable(stream, f"{where}: output")
+        self._claim_prefix(where, part.name)
+        self._declared[part.name] = part
         return self
 
-    def join(self, name: str, **declaration: Any) -> Pipeline:
-        """Declare an interval join of two streams (CONTRACT.md, "Joins between streams"):
-        `left=`, `right=`, `inputs=`, `before_ms=`, `after_ms=`, `grace_ms=0`, `how="inner"`
-        (or "left", "outer"), `output=`, `output_schema=None`, `on_late="drop"`, and
-        `computation`'s own options; framework/core/joins/declaration.py has the rest."""
-        declare_join(self, name, **declaration)
-        return self
+    def _taken(self, name: str) -> str:
+        if name == QUERIES:
+            return f"{QUERIES!r} names the queries of the pipeline's state (`logwheel acls`)"
+        if name in self._declared:
+            return f"a {self._declared[name].kind} named {name!r} is declared already"
+        return f"an injector named {name!r} writes sources of the pipeline"
+
+    def internal_prefixes(self) -> dict[str, str]:
+        """Each part's internal topic prefix, `<pipeline>.<name>.`, by the part it is."""
+        return {
+            f"{part.kind} {part.name!r}": f"{self.name}.{part.name}."
+            for part in self.parts()
+            if part.own_topics()
+        }
+
+    def _claim_prefix(self, owner: str, name: str) -> None:
+        """Refuse `owner`'s prefix if a stream already declared lies inside it."""
+        check_topic_length(f"{self.name}.{name}.watermarks", owner)
+        for stream in self.streams():
+            check_outside(stream, {owner: f"{self.name}.{name}."})
+
+    # -- the parts -----------------------------------------------------------------------
+
+    def parts(self) -> list[Part]:
+        """Every part: the computations and sinks in the order declared, the injectors of
+        its sources, and the queries of its state when a part is queryable."""
+        found: list[Part] = [*self._declared.values(), *self._injectors().values()]
+        queryable = tuple(p.group for p in found if p.queryable and p.group)
+        if queryable:
+            found.append(QueriesSpec(self.name, queryable))
+        return found
+
+    def part(self, name: str) -> Part:
+        """The part named `name`; a configuration error naming the parts there are."""
+        for part in self.parts():
+            if part.name == name:
+                return part
+        raise PipelineError(
+            f"pipeline {self.name!r} has no part {name!r}; it has "
+            + ", ".join(f"{p.kind} {p.name!r}" for p in self.parts())
+        )
+
+    @property
+    def computations(self) -> Mapping[str, ComputationSpec]:
+        """The computations (windows and joins too), by name, in the order declared."""
+        return MappingProxyType(
+            {n: p for n, p in self._declared.items() if isinstance(p, ComputationSpec)}
+        )
+
+    def redeclared(self, part: Part) -> Pipeline:
+        """A copy of this pipeline with `part` in place of the one of its name (a rescale's
+        new partition count, a test's variation): the checks of a declaration are not run."""
+        if part.name not in self._declared:
+            raise PipelineError(f"pipeline {self.name!r} declares no {part.kind} {part.name!r}")
+        again = copy.copy(self)
+        again.sources = dict(self.sources)
+        again._declared = {**self._declared, part.name: part}
+        return again
+
+    def _injectors(self) -> dict[str, InjectorSpec]:
+        streams: dict[str, list[str]] = {}
+        processes: dict[str, int] = {}
+        for source in self.sources.values():
+            if isinstance(source.watermark, InjectorWatermark):
+                name = source.watermark.injector
+                streams.setdefault(name, []).append(source.stream)
+                processes.setdefault(name, source.watermark.processes)
+        return {
+            name: InjectorSpec(self.name, name, tuple(found), processes[name])
+            for name, found in streams.items()
+        }
 
     # -- the graph -----------------------------------------------------------------------
 
-    def writers(self, stream: str) -> list[ComputationSpec]:
-        """Computations that declare `stream` as an output."""
-        return [c for c in self.computations.values() if stream in c.outputs]
+    def writers(self, stream: str) -> list[Part]:
+        """The parts that write `stream` (and publish its watermark)."""
+        return [p for p in self._declared.values() if stream in p.outputs]
+
+    def channels_of(self, stream: str) -> list[str]:
+        """The watermark channels a reader of `stream` learns its watermark from: its
+        injector's, its writers', none for a source bounded by its records' times."""
+        source = self.sources.get(stream)
+        if source is not None:
+            if isinstance(source.watermark, InjectorWatermark):
+                return [f"{self.name}.{source.watermark.injector}.watermarks"]
+            return []
+        return [w.watermarks for w in self.writers(stream) if w.watermarks]
 
     def schema_of(self, stream: str) -> str | None:
         """The schema full name of a stream's values, None for JSON."""
@@ -383,29 +445,21 @@ class Pipeline:
         return "json" if self.schema_of(stream) is None else "avro"
 
     def streams(self) -> list[str]:
+        """Every stream: the sources, then what each part reads and writes."""
         names: dict[str, None] = dict.fromkeys(self.sources)
-        for c in self.computations.values():
-            names.update(dict.fromkeys(i.stream for i in c.inputs))
-            names.update(dict.fromkeys(c.outputs))
-        for sink in self.sinks.values():
-            names.update(dict.fromkeys(sink.inputs))
+        for part in self._declared.values():
+            names.update(dict.fromkeys(i.stream for i in part.inputs))
+            names.update(dict.fromkeys(part.outputs))
         return list(names)
 
     def validate(self) -> None:
         """Fail with one line naming the fix if the graph cannot run."""
-        for c in self.computations.values():
-            for i in c.inputs:
+        for part in self._declared.values():
+            for i in part.inputs:
                 if i.stream not in self.sources and not self.writers(i.stream):
                     raise PipelineError(
-                        f"computation {c.name!r} reads {i.stream!r}, which no computation "
+                        f"{part.kind} {part.name!r} reads {i.stream!r}, which no computation "
                         f"writes: declare it with pipeline.source({i.stream!r}, ...)"
-                    )
-        for sink in self.sinks.values():
-            for stream in sink.inputs:
-                if stream not in self.sources and not self.writers(stream):
-                    raise PipelineError(
-                        f"sink {sink.name!r} reads {stream!r}, which no computation writes: "
-                        f"declare it with pipeline.source({stream!r}, ...)"
                     )
         for stream in self.streams():
             schemas = {w.outputs[stream] for w in self.writers(stream)}
@@ -426,10 +480,13 @@ class Pipeline:
                 )
 
     def __getitem__(self, name: str) -> ComputationSpec:
-        try:
-            return self.computations[name]
-        except KeyError:
-            raise PipelineError(
-                f"pipeline {self.name!r} has no computation {name!r}; "
-                f"it has {sorted(self.computations)}"
-            ) from None
+        """Computation `name`; a configuration error naming the computations there are (and
+        what `name` is, if it is another part)."""
+        part = self._declared.get(name)
+        if isinstance(part, ComputationSpec):
+            return part
+        what = f" ({name!r} is a {part.kind})" if part is not None else ""
+        raise PipelineError(
+            f"pipeline {self.name!r} has no computation {name!r}{what}; "
+            f"it has {sorted(self.computations)}"
+        )

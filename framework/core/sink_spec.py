@@ -1,17 +1,22 @@
-"""Declaring a sink: a consumer of streams that writes their records into an outside system
-(a database) exactly once, through that system's own transactions (CONTRACT.md, "Exactly-once
-into a database"). The declaration only names and checks; `framework.sinks` has the protocol
-and the PostgreSQL sink, `framework.streaming.sink_loop` runs one."""
+"""Declaring a sink: a part that reads streams and writes their records into an outside system
+(a database) exactly once, through that system's own transactions, each batch of a partition
+with the partition's next offset (README, "Exactly-once into a database"). The declaration only
+names and checks; `framework.sinks` has the protocol and the PostgreSQL sink,
+`framework.streaming.sink_task` runs one."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
-from framework.core.declarations import PipelineError, check_name, check_stream
+from framework.core.declarations import Input, PipelineError, check_name, check_stream
+from framework.core.part import GROUP_OPERATIONS, READ_OPERATIONS, Grant, Graph, OwnTopic, literal
 
 SINK_METHODS = ("open", "write", "close")
+DLQ_OPERATIONS = ("WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS")
+"""On its dead-letter topic: `run` creates it if missing and reads its limits from its configs."""
 
 
 @dataclass(frozen=True)
@@ -21,8 +26,19 @@ class SinkSpec:
 
     pipeline: str
     name: str
-    inputs: tuple[str, ...]
+    inputs: tuple[Input, ...]
     sink: Any  # a framework.sinks.Sink (the core imports no sink: it only checks the shape)
+
+    kind = "sink"
+    runtime = "sink"
+    replayable = False  # its dead letters are rows its target refused: fixed there, not re-run
+    queryable = False
+    on_error = "dead_letter"
+    outputs: ClassVar[Mapping[str, str | None]] = MappingProxyType({})  # it writes no stream
+    formats: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    partitions = 0  # it keeps no state, so it has no key space
+    watermarks = None
+    keyed_topics: ClassVar[tuple[str, ...]] = ()
 
     @property
     def group(self) -> str:
@@ -36,12 +52,37 @@ class SinkSpec:
 
     @property
     def consumed_topics(self) -> list[str]:
-        return list(self.inputs)
+        return [i.stream for i in self.inputs]
+
+    @property
+    def subscribed_topics(self) -> list[str]:
+        return self.consumed_topics
+
+    @property
+    def node(self) -> str:
+        return f"k:{self.name}"
+
+    @property
+    def detail(self) -> str:
+        return type(self.sink).__name__
+
+    def own_topics(self) -> list[OwnTopic]:
+        return [OwnTopic(self.dlq, "dlq", 1, "dlq", False)]
+
+    def tables_read(self) -> list[tuple[str, str, str]]:
+        return []
+
+    def grants(self, graph: Graph, *, reset: bool = False) -> list[Grant]:
+        """Read on its inputs and its group, Write on its dead-letter topic (which it creates
+        if missing); it writes nothing else on Kafka and commits no transaction there."""
+        return [
+            Grant("TOPIC", "LITERAL", self.dlq, DLQ_OPERATIONS),
+            Grant("GROUP", "LITERAL", self.group, GROUP_OPERATIONS),
+            *literal(self.consumed_topics, READ_OPERATIONS),
+        ]
 
 
-def sink_spec(
-    pipeline: str, name: str, inputs: Mapping[str, None] | list[str], sink: Any
-) -> SinkSpec:
+def sink_spec(pipeline: str, name: str, inputs: Mapping[str, None], sink: Any) -> SinkSpec:
     """A checked `SinkSpec`; a one-line `PipelineError` naming the fix otherwise."""
     check_name("sink", name)
     streams = list(inputs)
@@ -63,4 +104,4 @@ def sink_spec(
             "framework.sinks.PostgresSink(...) or an object with open, write and close "
             "(framework.sinks.Sink)"
         )
-    return SinkSpec(pipeline, name, tuple(streams), sink)
+    return SinkSpec(pipeline, name, tuple(Input(s, None) for s in streams), sink)

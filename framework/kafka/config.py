@@ -60,12 +60,6 @@ def client_config(bootstrap: str, extra: Mapping[str, Any] | None = None) -> dic
     return config
 
 
-def reader_group(owner: str) -> str:
-    """The group id of the assign-only consumers of `owner` (a computation's group, or a
-    pipeline's name): under its prefix, so the pipeline's prefixed group ACL covers it."""
-    return f"{owner}.reader"
-
-
 def producer_config(
     bootstrap: str,
     *,

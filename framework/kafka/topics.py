@@ -1,9 +1,10 @@
 """The topics a pipeline needs, each with its policy, and creating them (`logwheel topics`).
 
-Every edge of the graph and every piece of durable state is a Kafka topic (CONTRACT.md,
-"Topics"). `pipeline_topics` is the plan, a pure function of the declaration; `create_topics`
-makes what is missing and refuses, with the fix in the message, an existing topic that would
-break the runtime (too few partitions for state, or deleting where it must compact).
+Every edge of the graph and every piece of durable state is a Kafka topic: each stream, and the
+topics each part keeps for itself (framework/core/part.py). `pipeline_topics` is the plan, a
+pure function of the declaration; `create_topics` makes what is missing and refuses, with the
+fix in the message, an existing topic that would break the runtime (too few partitions for
+state, or deleting where it must compact).
 
 Partition counts that must match exactly are those of keyed state: a task owns partition p of
 its changelog, timer journal and by-key topics, and, for an input read by its Kafka key, the
@@ -18,8 +19,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from framework.core.pipeline import InjectorWatermark, Pipeline, PipelineError
-from framework.core.watermarks import partition_watermark
+from framework.core.pipeline import Pipeline, PipelineError
 from framework.errors import Retry
 from framework.kafka.errors import Unreachable
 
@@ -79,8 +79,18 @@ class TopicSpec:
         return "compact" in self.config.get("cleanup.policy", "")
 
 
+POLICY_CONFIGS: Mapping[str, Mapping[str, str]] = {
+    "compact": COMPACT,
+    "delete": DELETE,
+    "dlq": DLQ,
+    "replay": REPLAY,
+}
+"""The topic configs of each policy a part names for its own topics (framework/core/part.py)."""
+
+
 def pipeline_topics(pipeline: Pipeline) -> list[TopicSpec]:
-    """Every topic of `pipeline` with its policy, streams first, in declaration order.
+    """Every topic of `pipeline` with its policy, streams first, then each part's own, in
+    declaration order.
 
     A stream gets the partitions of the computations reading it by Kafka key (they must
     agree), else of its writers, else the pipeline's default.
@@ -97,57 +107,28 @@ def pipeline_topics(pipeline: Pipeline) -> list[TopicSpec]:
 
     for stream in pipeline.streams():
         add(_stream_topic(pipeline, stream))
-    for spec in pipeline.computations.values():
-        n, owner = spec.partitions, (spec.name,)
-        add(TopicSpec(spec.changelog, n, dict(COMPACT), "changelog", True, owner))
-        add(TopicSpec(spec.timers, n, dict(COMPACT), "timers", True, owner))
-        if spec.dedup is not None:
-            add(TopicSpec(spec.ids, n, dict(COMPACT), "ids", True, owner))
-        add(TopicSpec(spec.watermarks, 1, dict(COMPACT), "watermarks", True, owner))
-        for i in spec.inputs:
-            if i.key is not None:
-                add(TopicSpec(spec.by_key(i.stream), n, dict(DELETE), "by-key", True, owner))
-        add(TopicSpec(spec.dlq, 1, dict(DLQ), "dlq", False, owner))
-        add(TopicSpec(spec.replay, n, dict(REPLAY), "replay", True, owner))
-        add(TopicSpec(spec.replayed, 1, dict(COMPACT), "replayed", False, owner))
-    for sink in pipeline.sinks.values():
-        add(TopicSpec(sink.dlq, 1, dict(DLQ), "dlq", False, (sink.name,)))
-    for source in pipeline.sources.values():
-        if isinstance(source.watermark, InjectorWatermark):
-            name = f"{pipeline.name}.{source.watermark.injector}.watermarks"
-            add(TopicSpec(name, 1, dict(COMPACT), "watermarks", True))
+    for part in pipeline.parts():
+        for own in part.own_topics():
+            config = dict(POLICY_CONFIGS[own.policy])
+            add(TopicSpec(own.name, own.partitions, config, own.kind, own.exact, (part.name,)))
     return list(plan.values())
 
 
 def part_topics(pipeline: Pipeline, part: str) -> list[TopicSpec]:
-    """The topics of the plan that one computation or injector `part` uses: its own, the
+    """The topics of the plan that part `part` uses: those its grants name — its own, the
     streams it reads and writes, the watermark channels it follows. `run` and `reset` of one
-    computation create only these, so a principal with that part's ACLs alone can do it."""
-    channel = f"{pipeline.name}.{part}.watermarks"
-    if part in pipeline.computations:
-        spec = pipeline[part]
-        names = {*(i.stream for i in spec.inputs), *spec.outputs}
-        for i in spec.inputs:
-            names |= set(partition_watermark(pipeline, i.stream, i.stream, 0)[1])
-        prefix = f"{spec.group}."
-    elif part in pipeline.sinks:
-        names, prefix = set(pipeline.sinks[part].inputs), f"{pipeline.sinks[part].group}."
-    else:
-        names = {
-            s.stream
-            for s in pipeline.sources.values()
-            if isinstance(s.watermark, InjectorWatermark) and s.watermark.injector == part
-        }
-        names.add(channel)
-        prefix = channel
-    return [s for s in pipeline_topics(pipeline) if s.name in names or s.name.startswith(prefix)]
+    part create only these, so a principal with that part's ACLs alone can do it."""
+    grants = pipeline.part(part).grants(pipeline)
+    names = {g.name for g in grants if g.resource == "TOPIC" and g.pattern == "LITERAL"}
+    prefixes = tuple(g.name for g in grants if g.resource == "TOPIC" and g.pattern == "PREFIXED")
+    return [s for s in pipeline_topics(pipeline) if s.name in names or s.name.startswith(prefixes)]
 
 
 def _stream_topic(pipeline: Pipeline, stream: str) -> TopicSpec:
-    direct = {
+    direct = {  # the parts whose key space is the stream's partitions
         c.name: c.partitions
-        for c in pipeline.computations.values()
-        if any(i.stream == stream and i.key is None for i in c.inputs)
+        for c in pipeline.parts()
+        if c.partitions and any(i.stream == stream and i.key is None for i in c.inputs)
     }
     if len(set(direct.values())) > 1:
         raise PipelineError(
@@ -221,8 +202,8 @@ def create_topics(
             admin, pipeline_topics(pipeline), timeout, replication_factor=replication_factor
         )
     plan = part_topics(pipeline, part)
-    own = f"{pipeline.name}.{part}."
-    others = {s.name for s in plan if s.kind == "watermarks" and not s.name.startswith(own)}
+    own = {t.name for t in pipeline.part(part).own_topics()}
+    others = {s.name for s in plan if s.kind == "watermarks" and s.name not in own}
     return ensure_topics(admin, plan, timeout, others=others, replication_factor=replication_factor)
 
 

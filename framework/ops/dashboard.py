@@ -17,54 +17,22 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.clock import now_ms
+from framework.core.part import Part, reader_group
 from framework.core.pipeline import Pipeline
-from framework.kafka.config import client_config, consumer_config, reader_group
+from framework.kafka.config import client_config, consumer_config
 from framework.kafka.topic_ends import watermark_offsets
 from framework.ops.dead_letter_counts import dead_letters_by_stage
 from framework.ops.holdback import describe_producer
 from framework.ops.layout import layout
 from framework.ops.members import group_members, standbys
 from framework.ops.status import Status, status
-from framework.ops.topology import computation_id, sink_id, topology
+from framework.ops.topology import topology
 
 REFRESH_MS = 3_000
 """How often the page asks again, and the server gathers new figures."""
 HELD_BACK_MS = 10_000
 """A partition whose watermark is this far behind the most advanced partition of the same
 topic (or still unknown while another's is known) is flagged as holding the watermark back."""
-
-
-@dataclass(frozen=True)
-class Part:
-    """What runs as a group of its own and has rows in `logwheel status`: a computation (a
-    window or a join too), or a sink."""
-
-    name: str
-    kind: str
-    node: str  # its node in the graph (framework/ops/topology.py)
-    group: str
-    dlq: str
-    keyed_topics: tuple[str, ...] = ()  # a computation's; a sink keeps no keyed state
-    partitions: int = 0  # of its keyed tasks
-
-
-def parts(pipeline: Pipeline) -> list[Part]:
-    """The pipeline's computations, then its sinks (where its version declares them)."""
-    found = [
-        Part(
-            c.name,
-            c.kind,
-            computation_id(c.name),
-            c.group,
-            c.dlq,
-            tuple(c.keyed_topics),
-            c.partitions,
-        )  # fmt: skip
-        for c in pipeline.computations.values()
-    ]
-    for name, sink in pipeline.sinks.items():
-        found.append(Part(name, "sink", sink_id(name), sink.group, sink.dlq))
-    return found
 
 
 @dataclass
@@ -91,12 +59,15 @@ def gather(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> Fac
     facts.dead_letters = dead_letters_by_stage(pipeline, bootstrap, kafka)
     consumer = Consumer(consumer_config(bootstrap, reader=reader_group(pipeline.name), extra=kafka))
     try:
-        for spec in pipeline.computations.values():
-            facts.standbys[spec.name] = standbys(spec, group_members(admin, spec.group))
-            if spec.changelog in existing:
-                facts.state_offsets[spec.name] = {
-                    p: _extent(consumer, spec.changelog, p)
-                    for p in sorted(existing[spec.changelog].partitions)
+        for part in pipeline.parts():
+            if part.group is None or not part.partitions:  # keeps no keyed state
+                continue
+            facts.standbys[part.name] = standbys(part, group_members(admin, part.group))
+            changelogs = [t.name for t in part.own_topics() if t.kind == "changelog"]
+            for changelog in (c for c in changelogs if c in existing):
+                facts.state_offsets[part.name] = {
+                    p: _extent(consumer, changelog, p)
+                    for p in sorted(existing[changelog].partitions)
                 }
     finally:
         consumer.close()
@@ -123,10 +94,13 @@ def assemble(
     before = {(r.computation, r.topic, r.partition): r for r in previous.rows} if previous else {}
     elapsed = (facts.now - previous.now) if previous else 0
     computations = []
-    for part in parts(pipeline):
+    for part in pipeline.parts():
+        if part.group is None:  # runs outside `logwheel run`: no rows, no card
+            continue
         rows = [r for r in facts.rows if r.computation == part.name]
         partitions = [
-            _partition(r, before.get((r.computation, r.topic, r.partition)), elapsed) for r in rows
+            _partition(pipeline, r, before.get((r.computation, r.topic, r.partition)), elapsed)
+            for r in rows
         ]
         _flag_held_back(partitions)
         computations.append(_summary(part, ref, facts, partitions, replay_options))
@@ -149,7 +123,7 @@ def assemble(
     }
 
 
-def _partition(row: Status, before: Status | None, elapsed_ms: int) -> dict:
+def _partition(pipeline: Pipeline, row: Status, before: Status | None, elapsed_ms: int) -> dict:
     """One row of `logwheel status` as the page shows it: its fields as they are, with the
     committed offsets per second since the last refresh and the holding producer placed."""
     out = dataclasses.asdict(row)
@@ -157,7 +131,8 @@ def _partition(row: Status, before: Status | None, elapsed_ms: int) -> dict:
     if before is not None and elapsed_ms > 0 and None not in (row.offset, before.offset):
         rate = round(max(0, row.offset - before.offset) * 1000 / elapsed_ms, 1)
     out["records_per_second"] = rate
-    out["held_back_by_place"] = describe_producer(row.held_back_by) if row.held_back_by else None
+    held = row.held_back_by
+    out["held_back_by_place"] = describe_producer(pipeline, held) if held else None
     out["holding_back"] = False
     return out
 
@@ -179,8 +154,8 @@ def _flag_held_back(partitions: list[dict]) -> None:
 
 
 def _summary(part: Part, ref: str, facts: Facts, partitions: list[dict], options: str) -> dict:
-    """A computation's (or sink's) figures over its keyed partitions, its tasks, its dead
-    letters, and its rows."""
+    """A part's figures over its keyed partitions, its tasks, its dead letters, and its
+    rows."""
     keyed = [p for p in partitions if p["topic"] in part.keyed_topics]
     lows = [p["low_watermark"] for p in keyed]
     low = None if not lows or None in lows else min(lows)
@@ -219,9 +194,9 @@ def _summary(part: Part, ref: str, facts: Facts, partitions: list[dict], options
                     "stage": stage,
                     "count": n,
                     # a sink's refused rows are listed, not replayed (`dlq replay` refuses them)
-                    "replay": None
-                    if part.kind == "sink"
-                    else replay_command(ref, part.name, stage, options),
+                    "replay": replay_command(ref, part.name, stage, options)
+                    if part.replayable
+                    else None,
                 }
                 for stage, n in stages.items()
             ],

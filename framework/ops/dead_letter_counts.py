@@ -1,9 +1,9 @@
-"""`logwheel dlq ls`: how many dead letters a computation (or a sink) has, by stage and reason,
-how many were sent back by `logwheel dlq replay`, and the newest few with where they were read.
+"""`logwheel dlq ls`: how many dead letters a part (a computation, a sink) has, by stage and
+reason, how many were sent back by `logwheel dlq replay`, and the newest few with where they
+were read.
 
 `summarize` is the pure count; `dead_letter_summary` reads one topic for it, and
-`dead_letters_by_stage` gives every computation's (and sink's) counts by stage, for a
-dashboard.
+`dead_letters_by_stage` gives every part's counts by stage, for a dashboard.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from framework.core.pipeline import Pipeline
+from framework.core.pipeline import Pipeline, PipelineError
 from framework.ops.dead_letter_log import (
     DeadLetter,
-    dlq_topic,
     read_dead_letters,
     read_replayed,
+    replayed_topic,
 )
 
 NEWEST = 5
@@ -34,9 +34,9 @@ class ReasonCount:
 
 @dataclass(frozen=True)
 class DeadLetterSummary:
-    """The dead letters of one computation or sink, counted."""
+    """The dead letters of one part, counted."""
 
-    name: str  # the computation or sink
+    name: str  # the part
     topic: str  # its dead-letter topic
     total: int
     replayed: int  # sent back by `logwheel dlq replay`
@@ -97,28 +97,27 @@ def dead_letter_summary(
     kafka: dict | None = None,
     newest: int = NEWEST,
 ) -> DeadLetterSummary:
-    """The summary of computation (or sink) `name`'s dead letters, as the broker has them now
-    (none for a computation whose topics are not made yet); for a sink, any
-    `<pipeline>.<sink>.dlq` that exists: a configuration error naming the fix if none does."""
-    topic = dlq_topic(pipeline, name)
-    spec = pipeline.computations.get(name)
-    letters = read_dead_letters(bootstrap, topic, kafka, must_exist=spec is None)
-    replayed = read_replayed(bootstrap, spec.replayed, kafka) if spec is not None else {}
-    return summarize(name, topic, letters, replayed, newest)
+    """The summary of part `name`'s dead letters, as the broker has them now (none while its
+    topics are not made yet), with how many a replayable part was sent back."""
+    part = pipeline.part(name)
+    if part.dlq is None:
+        raise PipelineError(
+            f"{part.kind} {name!r} keeps no dead letters: name a part that reads records "
+            f"({', '.join(p.name for p in pipeline.parts() if p.dlq)})"
+        )
+    letters = read_dead_letters(bootstrap, part.dlq, kafka, must_exist=False)
+    replayed = read_replayed(bootstrap, replayed_topic(part), kafka) if part.replayable else {}
+    return summarize(name, part.dlq, letters, replayed, newest)
 
 
 def dead_letters_by_stage(
-    pipeline: Pipeline,
-    bootstrap: str,
-    kafka: dict | None = None,
-    sinks: Iterable[str] | None = None,
+    pipeline: Pipeline, bootstrap: str, kafka: dict | None = None
 ) -> dict[str, dict[str, int]]:
-    """For every computation of `pipeline` and every sink (`sinks`, else those it declares):
-    its dead letters by stage, as `dlq ls` counts them (`{}`: none, or no topic yet)."""
-    names = [*pipeline.computations, *(getattr(pipeline, "sinks", {}) if sinks is None else sinks)]
+    """For every part of `pipeline` that keeps dead letters: its dead letters by stage, as
+    `dlq ls` counts them (`{}`: none, or no topic yet)."""
     counts = {}
-    for name in names:
-        topic = dlq_topic(pipeline, name)
-        letters = read_dead_letters(bootstrap, topic, kafka, must_exist=False)
-        counts[name] = summarize(name, topic, letters, {}).stages
+    for part in pipeline.parts():
+        if part.dlq is not None:
+            letters = read_dead_letters(bootstrap, part.dlq, kafka, must_exist=False)
+            counts[part.name] = summarize(part.name, part.dlq, letters, {}).stages
     return counts

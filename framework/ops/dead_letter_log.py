@@ -1,12 +1,12 @@
 """Reading a dead-letter topic and the record of what `logwheel dlq replay` sent back.
 
-A dead letter (CONTRACT.md, Topics) is the original key, value, headers and timestamp of a bad
-record with its reason in `logwheel.error`, its stage in `logwheel.error.stage` and where it
-was read in `logwheel.source.topic|partition|offset`; one of a replayed record that failed
-again also names, in `logwheel.replay.of`, the dead letter it replays. What was sent back is the
-compacted `<pipeline>.<computation>.replayed`, keyed by the dead letter's
-`<topic>/<partition>/<offset>`. Both are read committed, to where they end now: a replay in
-progress (an open transaction) is not counted until it commits.
+A dead letter is the original key, value, headers and timestamp of a bad record with its reason
+in `logwheel.error`, its stage in `logwheel.error.stage` and where it was read in
+`logwheel.source.topic|partition|offset`; one of a replayed record that failed again also names,
+in `logwheel.replay.of`, the dead letter it replays. What was sent back is the compacted
+`<pipeline>.<computation>.replayed`, keyed by the dead letter's `<topic>/<partition>/<offset>`.
+Both are read committed, to where they end now: a replay in progress (an open transaction) is
+not counted until it commits.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
-from framework.core.pipeline import Pipeline, PipelineError
-from framework.kafka.config import consumer_config, reader_group
+from framework.core.part import Part, reader_group
+from framework.core.pipeline import PipelineError
+from framework.kafka.config import consumer_config
 from framework.kafka.output import TRUNCATED_HEADER
 from framework.kafka.replays import REPLAY_OF, header, letter_id
 from framework.kafka.topic_ends import Ends, read_to_end
@@ -94,11 +95,9 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def dlq_topic(pipeline: Pipeline, name: str) -> str:
-    """The dead-letter topic of computation (or sink) `name`: `<pipeline>.<name>.dlq`."""
-    if name in pipeline.computations:
-        return pipeline[name].dlq
-    return f"{pipeline.name}.{name}.dlq"
+def replayed_topic(part: Part) -> str | None:
+    """The record of what `logwheel dlq replay` sent back to `part`, if it keeps one."""
+    return next((t.name for t in part.own_topics() if t.kind == "replayed"), None)
 
 
 def read_committed(

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from framework.core.api import MIN_TIME
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.watermarks import Mark, Published, partition_watermark, repartition_producer
-from framework.ops.topology import computation_id, stream_id
+from framework.ops.topology import stream_id
 
 
 def upstream(
@@ -50,9 +50,10 @@ def held_back_by(marks: Mapping[str, Mark | None]) -> str | None:
     return lowest if known[lowest] < max(known.values()) else None
 
 
-def describe_producer(producer: str) -> dict[str, object]:
-    """A producer id as a place in the graph: `{"node", "partition", "label"}` — the stream
-    partition a re-keying task reads, the computation's task, or the injector process."""
+def describe_producer(pipeline: Pipeline, producer: str) -> dict[str, object]:
+    """A producer id of `pipeline` as a place in its graph: `{"node", "partition", "label"}` —
+    the stream partition a re-keying task reads, the computation's task, or the injector
+    process."""
     parts = producer.split("/")
     if len(parts) >= 4 and parts[1] == "by-key":
         stream, partition = "/".join(parts[2:-1]), int(parts[-1])
@@ -63,8 +64,9 @@ def describe_producer(producer: str) -> dict[str, object]:
         }
     if len(parts) == 3 and parts[1] == "task":
         name, partition = parts[0], int(parts[2])
+        drawn = [p.node for p in pipeline.parts() if p.name == name]
         return {
-            "node": computation_id(name),
+            "node": drawn[0] if drawn else None,
             "partition": partition,
             "label": f"{name}[{partition}]",
         }

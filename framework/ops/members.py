@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 
-from framework.core.pipeline import ComputationSpec
+from framework.core.part import Part
 from framework.kafka.groups import standby_count, standby_partitions
 
 
@@ -37,7 +37,7 @@ def owners(members: list[Member]) -> dict[tuple[str, int], str]:
     return {tp: m.instance for m in members for tp in m.partitions}
 
 
-def standbys(spec: ComputationSpec, members: list[Member]) -> dict[int, list[str]]:
+def standbys(spec: Part, members: list[Member]) -> dict[int, list[str]]:
     """Keyed partition -> the instances keeping a warm replica of its state, by the rule each
     member's task manager follows (`standby_partitions`)."""
     keyed = set(spec.keyed_topics)

@@ -99,12 +99,15 @@ def replay(
 ) -> ReplayReport:
     """Replay `computation`'s dead letters that `selection` takes and that were not replayed
     yet; at most `rate` a second. `progress(done, total)` is called after each transaction."""
-    spec = pipeline.computations.get(computation)
-    if spec is None:
+    part = pipeline.part(computation)
+    if not part.replayable:
+        replayable = ", ".join(p.name for p in pipeline.parts() if p.replayable)
         raise PipelineError(
-            f"{computation!r} is no computation of {pipeline.name}: only a computation's dead "
-            f"letters go back (computations: {', '.join(pipeline.computations)})"
+            f"{part.kind} {computation!r}'s dead letters do not go back: only those of a part "
+            f"that re-runs its records do (here: {replayable}); a sink's are rows its target "
+            "refused, to be fixed there"
         )
+    spec = pipeline[computation]
     if rate is not None and rate <= 0:
         raise PipelineError(f"--rate {rate}: give a positive number of dead letters a second")
     producer = None

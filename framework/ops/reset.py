@@ -31,9 +31,10 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from framework.core.part import reader_group
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import repartition_producer, task_producer
-from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
+from framework.kafka.config import client_config, consumer_config, producer_config
 from framework.kafka.groups import refuse_live_members
 from framework.kafka.topic_ends import offset_at, parse_point
 from framework.kafka.topics import create_topics

@@ -1,12 +1,12 @@
 """`logwheel status` and `logwheel graph`: what a pipeline looks like and how far behind it is,
-per computation and input partition."""
+per part and partition its group reads."""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from confluent_kafka import Consumer, TopicPartition
@@ -15,10 +15,10 @@ from rich.table import Table
 
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
+from framework.core.part import Part, reader_group
 from framework.core.pipeline import ComputationSpec, Pipeline
-from framework.core.sink_spec import SinkSpec
 from framework.core.watermarks import Mark, repartition_producer, task_producer
-from framework.kafka.config import client_config, consumer_config, reader_group
+from framework.kafka.config import client_config, consumer_config
 from framework.kafka.errors import Unreachable
 from framework.ops.holdback import held_back_by, upstream
 from framework.ops.members import group_members, owners
@@ -30,9 +30,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Status:
-    """One input partition of one computation, as `logwheel status` shows it."""
+    """One partition a part's group reads, as `logwheel status` shows it."""
 
-    computation: str
+    computation: str  # the part (a computation, or a sink)
     topic: str
     partition: int
     low_watermark: int | None  # of the task reading it; None: not known yet
@@ -54,9 +54,10 @@ and aborted records do not count); larger ones are reported in offsets."""
 def status(
     pipeline: Pipeline, bootstrap: str, kafka: dict | None = None, now: int | None = None
 ) -> list[Status]:
-    """Per computation and input partition: the reading task's low watermark and its lag
-    behind wall time (`now`, else the clock), the records yet to read, the last commit, the
-    member that owns it and the upstream producer holding its watermark back."""
+    """Per part and partition its group reads: the records yet to read, the last commit and
+    the member that owns it; for a part that publishes a watermark, also its reading task's
+    low watermark, its lag behind wall time (`now`, else the clock) and the upstream producer
+    holding it back."""
     now = now_ms() if now is None else now
     admin = AdminClient(client_config(bootstrap, kafka))
     existing = admin.list_topics(timeout=30).topics
@@ -66,65 +67,43 @@ def status(
     )
     rows = []
     try:
-        followed = {s.watermarks for s in pipeline.computations.values()}
-        for spec in pipeline.computations.values():  # and the injectors' of its sources
-            for i in spec.inputs:
-                followed.update(upstream(pipeline, spec, i.stream, 0, {})[0])
+        followed = set()
+        for part in pipeline.parts():
+            if part.group is not None and part.watermarks is not None:
+                followed.add(part.watermarks)  # and the channels upstream of it
+                for i in part.inputs:
+                    followed.update(upstream(pipeline, part, i.stream, 0, {})[0])
         channels.follow(sorted(t for t in followed if t in existing))
         try:
             channels.catch_up(timeout=30, settle=False)
         except Unreachable as error:
             log.warning("watermarks may be behind: %s", error)
-        for spec in pipeline.computations.values():
-            owned = owners(group_members(admin, spec.group))
-            consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
-            try:
-                tps = _partitions(spec.consumed_topics, existing)
-                for c in consumer.committed(tps, timeout=30) if tps else ():
-                    mark = channels.latest(spec.watermarks, _producer(spec, c.topic, c.partition))
-                    low = None if mark is None or mark.watermark == MIN_TIME else mark.watermark
-                    firing, late = _percentile(spec, c.topic, mark)
-                    counts = {i.stream: len(existing[i.stream].partitions)
-                              for i in spec.inputs if i.stream in existing}  # fmt: skip
-                    feeds, producers = upstream(pipeline, spec, c.topic, c.partition, counts)
-                    marks = {p: _latest(channels, feeds, p) for p in producers}
-                    rows.append(
-                        Status(
-                            spec.name,
-                            c.topic,
-                            c.partition,
-                            low,
-                            None if low is None else now - low,
-                            _lag(consumer, c),
-                            _committed_at(c.metadata),
-                            owned.get((c.topic, c.partition)),
-                            firing,
-                            late,
-                            held_back_by(marks),
-                            c.offset if c.offset >= 0 else None,
-                        )
-                    )
-            finally:
-                consumer.close()
-        for sink in pipeline.sinks.values():
-            rows += _sink_rows(sink, admin, existing, bootstrap, kafka)
+        for part in pipeline.parts():
+            if part.group is not None:
+                rows += _part_rows(pipeline, part, admin, existing, channels, now, bootstrap, kafka)
         return rows
     finally:
         channels.close()
 
 
-def _sink_rows(
-    sink: SinkSpec, admin: AdminClient, existing: dict, bootstrap: str, kafka: dict | None
+def _part_rows(
+    pipeline: Pipeline,
+    part: Part,
+    admin: AdminClient,
+    existing: dict,
+    channels: WatermarkChannels,
+    now: int,
+    bootstrap: str,
+    kafka: dict | None,
 ) -> list[Status]:
-    """A sink's partitions: the lag and last commit of its group's offsets (committed after
-    each batch the target took), its owners; no watermark."""
-    owned = owners(group_members(admin, sink.group))
-    consumer = Consumer(consumer_config(bootstrap, reader=sink.group, extra=kafka))
+    owned = owners(group_members(admin, part.group))
+    consumer = Consumer(consumer_config(bootstrap, reader=part.group, extra=kafka))
+    rows = []
     try:
-        tps = _partitions(sink.consumed_topics, existing)
-        return [
-            Status(
-                sink.name,
+        tps = _partitions(part.consumed_topics, existing)
+        for c in consumer.committed(tps, timeout=30) if tps else ():
+            row = Status(
+                part.name,
                 c.topic,
                 c.partition,
                 None,
@@ -134,10 +113,39 @@ def _sink_rows(
                 owned.get((c.topic, c.partition)),
                 offset=c.offset if c.offset >= 0 else None,
             )
-            for c in (consumer.committed(tps, timeout=30) if tps else ())
-        ]
+            if part.watermarks is not None:
+                row = _with_watermark(pipeline, part, row, channels, existing, now)
+            rows.append(row)
     finally:
         consumer.close()
+    return rows
+
+
+def _with_watermark(
+    pipeline: Pipeline,
+    spec: ComputationSpec,
+    row: Status,
+    channels: WatermarkChannels,
+    existing: dict,
+    now: int,
+) -> Status:
+    """`row` with the watermark of the task reading its partition, the one a percentile
+    fires on, and the upstream producer holding it back."""
+    mark = channels.latest(spec.watermarks, _producer(spec, row.topic, row.partition))
+    low = None if mark is None or mark.watermark == MIN_TIME else mark.watermark
+    firing, late = _percentile(spec, row.topic, mark)
+    counts = {i.stream: len(existing[i.stream].partitions)
+              for i in spec.inputs if i.stream in existing}  # fmt: skip
+    feeds, producers = upstream(pipeline, spec, row.topic, row.partition, counts)
+    marks = {p: _latest(channels, feeds, p) for p in producers}
+    return replace(
+        row,
+        low_watermark=low,
+        lag_ms=None if low is None else now - low,
+        percentile_watermark=firing,
+        percentile_late=late,
+        held_back_by=held_back_by(marks),
+    )
 
 
 def _partitions(topics: list[str], existing: dict) -> list[TopicPartition]:

@@ -2,13 +2,12 @@
 prints as Graphviz dot and `logwheel ui` draws as SVG (framework/ops/layout.py places it).
 
 Node kinds: "source" (a stream written from outside), "stream" (written by the pipeline),
-"table" (a compacted topic read as a table), "computation", "window" and any other
-`ComputationSpec.kind` (a join declared as a computation shows as its kind with nothing
-added here), and "sink" (anything in `pipeline.sinks` with `inputs`)."""
+"table" (a compacted topic read as a table), and each drawn part as its kind ("computation",
+"window", "join", "sink", and whatever kind a part says it is: nothing is added here for a new
+one)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from framework.core.pipeline import Pipeline
@@ -44,78 +43,42 @@ def stream_id(stream: str) -> str:
     return f"s:{stream}"
 
 
-def computation_id(name: str) -> str:
-    return f"c:{name}"
-
-
-def sink_id(name: str) -> str:
-    return f"k:{name}"
-
-
 def topology(pipeline: Pipeline) -> Topology:
-    """Every stream, computation, table and sink of `pipeline`, and what reads what."""
+    """Every stream, table and drawn part of `pipeline`, and what reads what."""
     graph = Topology(pipeline.name)
     for stream in pipeline.streams():
         kind = "source" if stream in pipeline.sources else "stream"
         graph.add(Node(stream_id(stream), kind, stream))
     streams = set(pipeline.streams())
-    changelogs = {spec.changelog: spec.name for spec in pipeline.computations.values()}
-    for spec in pipeline.computations.values():
-        me = computation_id(spec.name)
-        graph.add(Node(me, spec.kind, spec.name, _detail(spec)))
-        for i in spec.inputs:
+    parts = [part for part in pipeline.parts() if part.node is not None]
+    changelogs = {
+        topic.name: part.node
+        for part in parts
+        for topic in part.own_topics()
+        if topic.kind == "changelog"
+    }
+    for part in parts:
+        me = part.node
+        graph.add(Node(me, part.kind, part.name, part.detail))
+        for i in part.inputs:
             graph.edges.append(Edge(stream_id(i.stream), me, _key_label(i.key)))
-        for out in spec.outputs:
+        for out in part.outputs:
             graph.edges.append(Edge(me, stream_id(out)))
-        for name, topic, what in tables_of(spec):
+        for name, topic, what in part.tables_read():
             if topic in streams:
                 graph.edges.append(Edge(stream_id(topic), me, name, "table"))
                 continue
             graph.add(Node(f"t:{topic}", "table", topic, f"{what} {name}"))
             graph.edges.append(Edge(f"t:{topic}", me, "", "table"))
-            if topic in changelogs:  # another computation's state, read as a table
-                graph.edges.append(Edge(computation_id(changelogs[topic]), f"t:{topic}"))
-    for name, sink in _sinks(pipeline):
-        graph.add(Node(sink_id(name), "sink", name, type(getattr(sink, "sink", sink)).__name__))
-        for stream in _input_streams(getattr(sink, "inputs", ())):
-            graph.add(Node(stream_id(stream), "stream", stream))
-            graph.edges.append(Edge(stream_id(stream), sink_id(name)))
+            if topic in changelogs:  # another part's state, read as a table
+                graph.edges.append(Edge(changelogs[topic], f"t:{topic}"))
     return graph
-
-
-def tables_of(spec: object) -> list[tuple[str, str, str]]:
-    """(name, topic, "table" or "global table") of each table a computation reads: its
-    co-partitioned `tables`, and its `global_tables` where its version declares them (a topic,
-    or a `GlobalTable` with one)."""
-    found = [(name, topic, "table") for name, topic in getattr(spec, "tables", {}).items()]
-    for name, table in (getattr(spec, "global_tables", None) or {}).items():
-        found.append((name, getattr(table, "topic", table), "global table"))
-    return found
-
-
-def _sinks(pipeline: Pipeline) -> Iterable[tuple[str, object]]:
-    """The pipeline's sinks (`pipeline.sink(...)`), where its version declares them."""
-    sinks = getattr(pipeline, "sinks", None) or {}
-    return sinks.items() if isinstance(sinks, Mapping) else ()
-
-
-def _input_streams(inputs: object) -> list[str]:
-    """Stream names of a declaration's inputs: `Input`s, or a mapping stream -> extractor."""
-    if isinstance(inputs, Mapping):
-        return list(inputs)
-    return [getattr(i, "stream", i) for i in inputs]  # type: ignore[union-attr]
 
 
 def _key_label(key: object) -> str:
     if key is None:
         return ""
     return getattr(key, "field", "by key")
-
-
-def _detail(spec) -> str:
-    if spec.kind == "window":
-        return f"grace {spec.hold_ms} ms" if spec.hold_ms else ""
-    return ""
 
 
 def to_dot(graph: Topology) -> str:

@@ -19,8 +19,9 @@ from confluent_kafka.admin import AdminClient
 
 from framework.core.clock import now_ms
 from framework.core.dead_letters import undecodable
+from framework.core.part import reader_group, serving_topic
 from framework.errors import ForgedRecord
-from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
+from framework.kafka.config import client_config, consumer_config, producer_config
 from framework.kafka.errors import Unreachable
 from framework.kafka.topic_ends import Ends, read_to_end
 from framework.kafka.topics import COMPACT, TopicSpec, ensure_topics
@@ -41,11 +42,6 @@ class Address:
     standby: int
     keyed_topic: str
     partitions: int
-
-
-def serving_topic(group: str) -> str:
-    """The directory topic of the computation whose group is `group`."""
-    return f"{group}.serving"
 
 
 def publish(bootstrap: str, kafka: dict, group: str, address: Address) -> None:

@@ -118,11 +118,11 @@ class QueryServer:
         self, computation: str, key: str, max_lag: int | None, hop: bool
     ) -> tuple[int, dict[str, Any]]:
         """(status, body) of a query."""
-        spec = self.pipeline.computations.get(computation)
-        if spec is None:
+        queryable = [p.name for p in self.pipeline.parts() if p.queryable]
+        if computation not in queryable:
             return 404, {
-                "error": f"pipeline {self.pipeline.name!r} has no computation {computation!r}; "
-                f"it has {sorted(self.pipeline.computations)}"
+                "error": f"pipeline {self.pipeline.name!r} has no computation {computation!r} "
+                f"whose state may be queried; it has {sorted(queryable)}"
             }
         if computation == self.spec.name:
             local = self._local(key, max_lag)

@@ -49,9 +49,10 @@ from confluent_kafka.admin import AdminClient
 
 from framework.backfill.plan import read_compacted, start_watermarks
 from framework.backfill.session import session
+from framework.core.part import reader_group
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import encode_mark
-from framework.kafka.config import client_config, producer_config, reader_group
+from framework.kafka.config import client_config, producer_config
 from framework.kafka.groups import commit_metadata, commit_with_offsets, refuse_live_members
 from framework.kafka.topics import (
     COMPACT,
@@ -312,7 +313,7 @@ def _switch(pipeline: Pipeline, spec: ComputationSpec, marker: dict, bootstrap: 
     delete_topics(admin, [*old.all(), *emptied(pipeline, spec)])
     on_step("deleted")
     rescaled = replace(spec, partitions=partitions)
-    new_pipeline = replace(pipeline, computations={**pipeline.computations, spec.name: rescaled})
+    new_pipeline = pipeline.redeclared(rescaled)
     create_topics(bootstrap, new_pipeline, client_config=kafka, part=spec.name)
     staged = view(spark, staging, _all_of(bootstrap, kafka, spec, staging, partitions),
                   bootstrap, kafka)  # fmt: skip

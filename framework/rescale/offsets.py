@@ -9,8 +9,9 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from framework.core.part import reader_group
 from framework.core.pipeline import ComputationSpec, PipelineError
-from framework.kafka.config import client_config, consumer_config, reader_group
+from framework.kafka.config import client_config, consumer_config
 from framework.kafka.topics import TopicSpec, ensure_topics
 
 MARKERS_S = 15.0

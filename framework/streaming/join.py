@@ -11,11 +11,11 @@ from confluent_kafka.admin import AdminClient
 
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.forgery import pipeline_allowance
+from framework.core.part import reader_group
 from framework.core.pipeline import ComputationSpec, Pipeline
-from framework.core.watermarks import partition_watermark
 from framework.errors import ForgedRecord
 from framework.kafka.collector import Collector
-from framework.kafka.config import client_config, consumer_config, producer_config, reader_group
+from framework.kafka.config import client_config, consumer_config, producer_config
 from framework.kafka.groups import member_client_id
 from framework.kafka.limits import DEFAULT_MAX_BYTES, read_limits
 from framework.kafka.output import ComputationIO
@@ -140,10 +140,7 @@ def join(
 
 def _channels(pipeline: Pipeline, spec: ComputationSpec) -> list[str]:
     """Every watermark channel this computation's tasks learn from, and its own."""
-    channels = [spec.watermarks]
-    for i in spec.inputs:
-        channels += partition_watermark(pipeline, i.stream, i.stream, 0)[1]
-    return channels
+    return [spec.watermarks, *spec.channels_followed(pipeline)]
 
 
 def _topic_ids(admin: AdminClient, spec: ComputationSpec, timeout: float) -> dict[str, str]:

@@ -105,7 +105,7 @@ class SinkMembership:
         self._instance = instance
         self._pace = pace
         self._decoders: dict[str, Callable] = {
-            s: stream_decoder(pipeline, s, registry) for s in spec.inputs
+            s: stream_decoder(pipeline, s, registry) for s in spec.consumed_topics
         }
         self._policy = ErrorPolicy(spec.group, "dead_letter")
         self._parts: dict[tuple[str, int], SinkPartition] = {}

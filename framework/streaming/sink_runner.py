@@ -17,7 +17,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from framework.core.pipeline import Pipeline, PipelineError
+from framework.core.pipeline import Pipeline
 from framework.errors import Rejoin, Retry
 from framework.kafka.config import client_config, consumer_config, producer_config
 from framework.kafka.errors import reaching_kafka
@@ -49,12 +49,8 @@ class SinkRunner:
         idle_poll_s: float = 0.1,
         **_ignored: object,  # a computation's tuning (standby): nothing for a sink
     ) -> None:
-        if sink not in pipeline.sinks:
-            raise PipelineError(
-                f"pipeline {pipeline.name!r} has no sink {sink!r}; it has {sorted(pipeline.sinks)}"
-            )
         self.pipeline = pipeline
-        self.spec = pipeline.sinks[sink]
+        self.spec = pipeline.part(sink)
         self.bootstrap = bootstrap
         self.kafka = dict(kafka or {})
         self.registry = registry

@@ -73,10 +73,14 @@ def run_computations(
     computation on PORT; several on PORT, PORT+1, ... in the order named (0: each a free one,
     published for the others to find); TLS and a token from `[serve]` in `config_file`."""
     pipeline = load_pipeline(ref)
-    names = names or [*pipeline.computations, *pipeline.sinks]
+    runnable = [part.name for part in pipeline.parts() if part.runtime]
+    names = names or runnable
     for name in names:
-        if name not in pipeline.sinks:
-            pipeline[name]  # noqa: B018 - fails at start naming the computations there are
+        if name not in runnable:  # fails at start naming what it may run
+            raise PipelineError(
+                f"pipeline {pipeline.name!r} has no computation or sink {name!r} to run; it "
+                f"has {', '.join(runnable)}"
+            )
     kafka = kafka_settings(config_file)
     registry = registry_settings(config_file)
     if standby < 0:
@@ -91,7 +95,7 @@ def run_computations(
         if metrics_port is not None:
             serve_metrics(metrics_port, metrics_addr)
         server = None
-        if address is not None and names[0] not in pipeline.sinks:  # a sink keeps no state
+        if address is not None and pipeline.part(names[0]).queryable:
             host, port = address
             origin = f"--config {config_file} [serve]"
             settings = serve_settings(config_table(config_file, "serve"), origin)
@@ -128,7 +132,7 @@ def _run_one(
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    runner = (SinkRunner if name in pipeline.sinks else Runner)(
+    runner = (SinkRunner if pipeline.part(name).runtime == "sink" else Runner)(
         pipeline,
         name,
         bootstrap=bootstrap,

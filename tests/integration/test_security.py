@@ -43,7 +43,7 @@ from framework.errors import ConfigurationError
 from framework.jvm.jars import kafka_jars
 from framework.jvm.process import find_java
 from framework.kafka.topics import pipeline_topics
-from framework.ops.acls import create_acls, injector_acls
+from framework.ops.acls import create_acls, part_acls
 from framework.streaming.injector import Injector
 from tests.support import REPO, Wordcount, wait_for, wait_until_resettable
 
@@ -299,7 +299,7 @@ def test_each_computation_and_injector_with_only_its_own_acls(secure, bootstrap,
     feed, echoed = f"{wc.prefix}feed", f"{wc.prefix}echoed"
     fed.computation("echo", Echo, inputs={feed: None}, outputs={echoed: None})
     _create_streams(bootstrap, admin, fed)
-    create_acls(injector_acls(fed, "feeder", f"User:{users['feeder']}", host="127.0.0.1"),
+    create_acls(part_acls(fed, "feeder", f"User:{users['feeder']}", host="127.0.0.1"),
                 bootstrap, admin)  # fmt: skip
     with Injector(fed, "feeder", bootstrap=bootstrap, kafka=settings("feeder")) as feeder:
         now = int(time.time() * 1000)

@@ -1,26 +1,20 @@
 """`pipeline.join(...)`: checks a join's declaration (each mistake refused in one line that
-names the fix) and declares it as an ordinary computation running `Joined`, whose late records
+names the fix) and builds it, once, as a computation running `Joined`, whose late records
 follow `on_late` and whose output watermark is held so no result is late downstream."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
 
-from framework.core.declarations import LATE_POLICIES, KeyExtractor, PipelineError
+from framework.core.computation_spec import ComputationSpec, computation_spec
+from framework.core.declarations import KeyExtractor, Percentile, PipelineError
+from framework.core.dedup import Dedup
+from framework.core.global_tables import GlobalTable
 from framework.core.joins.operator import HOWS, Joined, hold_ms
 
-NOT_FOR_A_JOIN = {
-    "outputs": "it writes one stream, named by output= (output_schema=, output_format=)",
-    "formats": "give output_format= for its one output",
-    "state_schema": "its state is its open records, kept as JSON",
-    "tables": "no hook of yours runs in a join to read them",
-}
 
-
-def declare_join(
-    pipeline: Any,  # framework.core.pipeline.Pipeline, which imports this module
+def join_spec(
+    pipeline: str,
     name: str,
     *,
     left: str,
@@ -28,22 +22,22 @@ def declare_join(
     inputs: Mapping[str, KeyExtractor | None],
     before_ms: int,
     after_ms: int,
-    grace_ms: int = 0,
-    how: str = "inner",
+    grace_ms: int,
+    how: str,
     output: str,
-    output_schema: str | None = None,
-    output_format: str | None = None,
-    on_late: str = "drop",
-    **options: Any,
-) -> None:
-    """Declare join `name` on `pipeline` (CONTRACT.md, "Joins between streams"): per key, a
-    right record at t_r meets a left one at t_l when t_l - before_ms <= t_r <= t_l + after_ms;
-    each pair is produced once on `output` as {"key", "left", "right"}; with how="left" or
-    "outer", a record no partner matched is produced alone once its window closes (the input
-    low watermark passes its time + after_ms (left) or before_ms (right) + grace_ms); a record
-    whose own window closed before it came is late (`on_late`). `options` go to
-    `pipeline.computation` as they are (guarantee, on_error, partitions, low_watermark, dedup,
-    hook_timeout_ms, ...), but for those that make no sense for a join."""
+    output_schema: str | None,
+    output_format: str | None,
+    guarantee: str,
+    on_late: str,
+    on_error: str,
+    partitions: int,
+    low_watermark: Percentile | None,
+    dedup: Dedup | None,
+    hook_timeout_ms: int,
+    global_tables: Mapping[str, str | GlobalTable] | None,
+) -> ComputationSpec:
+    """The spec of join `name` (`Pipeline.join` says what each option does), or a
+    `PipelineError` naming the fix."""
     where = f"join {name!r}"
     inputs = dict(inputs or {})
     for side, stream in (("left", left), ("right", right)):
@@ -75,21 +69,24 @@ def declare_join(
         raise PipelineError(f"{where}: grace_ms={grace_ms}; give grace_ms >= 0")
     if how not in HOWS:
         raise PipelineError(f"{where}: how={how!r}; use one of {HOWS}")
-    if on_late not in LATE_POLICIES:
-        raise PipelineError(f"{where}: on_late={on_late!r}; use one of {LATE_POLICIES}")
-    for option in sorted(set(options) & set(NOT_FOR_A_JOIN)):
-        raise PipelineError(f"{where}: {option}= is not for a join: {NOT_FOR_A_JOIN[option]}")
-    pipeline.computation(
+    return computation_spec(
+        pipeline,
         name,
         lambda: Joined(left, right, before_ms, after_ms, grace_ms, how, output),
         inputs=inputs,
         outputs={output: output_schema},
+        guarantee=guarantee,
+        partitions=partitions,
+        state_schema=None,
+        on_error=on_error,
+        tables=None,
         formats={output: output_format} if output_format else None,
-        **options,
-    )
-    pipeline.computations[name] = replace(
-        pipeline.computations[name],
+        low_watermark=low_watermark,
+        dedup=dedup,
+        hook_timeout_ms=hook_timeout_ms,
+        global_tables=global_tables,
+        kind="join",
         on_late=on_late,
         hold_ms=hold_ms(before_ms, after_ms, grace_ms),
-        kind="join",
+        where=where,
     )

@@ -38,7 +38,7 @@ def test_computation_that_cannot_be_created(capsys, tmp_path):
         ("no_such_module:pipeline", "cannot import 'no_such_module'"),
         ("tests.unit.cli.test_run", "must be MODULE:ATTR"),
         ("tests.unit.cli.test_run:Broken", "is not a logwheel Pipeline"),
-        ("tests.unit.cli.test_run:broken --computation nope", "has no computation 'nope'"),
+        ("tests.unit.cli.test_run:broken --computation nope", "has no computation or sink 'nope'"),
     ],
 )
 def test_bad_references(capsys, tmp_path, ref, says):

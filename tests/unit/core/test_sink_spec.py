@@ -31,12 +31,14 @@ def _pipeline() -> Pipeline:
 
 def test_a_sink_has_its_group_and_dead_letter_topic_and_reads_its_streams():
     pipeline = _pipeline().sink("orders-db", inputs={"orders": None}, sink=Sink())
-    spec = pipeline.sinks["orders-db"]
-    assert (spec.group, spec.dlq, spec.inputs) == (
+    spec = pipeline.part("orders-db")
+    assert (spec.kind, spec.group, spec.dlq, spec.consumed_topics) == (
+        "sink",
         "shop.orders-db",
         "shop.orders-db.dlq",
-        ("orders",),
+        ["orders"],
     )
+    assert (spec.runtime, spec.replayable, spec.queryable) == ("sink", False, False)
     assert "shop.orders-db.dlq" in {t.name for t in pipeline_topics(pipeline)}
     assert {t.name for t in part_topics(pipeline, "orders-db")} == {"orders", "shop.orders-db.dlq"}
     pipeline.validate()
@@ -63,7 +65,7 @@ def test_a_sink_reading_a_stream_nobody_writes_fails_validation():
 
 def test_a_sink_and_a_computation_may_not_share_a_name():
     pipeline = _pipeline().sink("db", inputs={"orders": None}, sink=Sink())
-    with pytest.raises(PipelineError, match="declared twice"):
+    with pytest.raises(PipelineError, match="a sink named 'db' is declared already"):
         pipeline.computation("db", object, inputs={"orders": None})
-    with pytest.raises(PipelineError, match="exists"):
+    with pytest.raises(PipelineError, match="declared already"):
         pipeline.sink("db", inputs={"orders": None}, sink=Sink())

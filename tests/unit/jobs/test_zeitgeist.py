@@ -30,12 +30,7 @@ FOREVER = 2**62
 
 def with_model(model: type[ModelCalculator]) -> Pipeline:
     """The job's pipeline with another model class (e.g. a shorter memory)."""
-    spec = replace(zeitgeist.computations["model"], factory=model)
-    return replace(
-        zeitgeist,
-        sources=dict(zeitgeist.sources),
-        computations={**zeitgeist.computations, "model": spec},
-    )
+    return zeitgeist.redeclared(replace(zeitgeist["model"], factory=model))
 
 
 @dataclass

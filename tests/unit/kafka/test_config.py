@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from framework.core.part import reader_group
 from framework.errors import ConfigurationError
 from framework.kafka.config import (
     consumer_config,
     expand_env,
     java_settings,
     producer_config,
-    reader_group,
 )
 from framework.kafka.errors import Unreachable
 from framework.kafka.topic_ends import watermark_offsets

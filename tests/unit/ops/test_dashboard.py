@@ -139,11 +139,19 @@ def test_a_replay_command_quotes_what_a_shell_would_split():
     )
 
 
-def test_a_sink_has_its_card_with_its_rows_and_dead_letters_and_no_tasks():
-    from framework.core.sink_spec import SinkSpec
+class _Sink:
+    def open(self, topic, partition):
+        return None
 
-    p = pipeline()
-    p.sinks = {"db": SinkSpec("shop", "db", ("clicks",), object())}  # as `pipeline.sink`
+    def write(self, topic, partition, records, next_offset):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_a_sink_has_its_card_with_its_rows_and_dead_letters_and_no_tasks():
+    p = pipeline().sink("db", inputs={"clicks": None}, sink=_Sink())
     sink_row = Status("db", "clicks", 0, None, None, 4, NOW - 1, "shop.db.x", offset=9)
     found = facts(status=[*rows(), sink_row])
     found.dead_letters["db"] = {"write": 2}

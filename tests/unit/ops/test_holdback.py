@@ -62,11 +62,14 @@ def test_upstream_of_a_stream_is_its_writers_tasks_or_injector_and_none_for_a_bo
 
 
 def test_a_producer_is_placed_on_the_graph():
-    assert describe_producer("count/by-key/my.clicks/3") == {
+    PIPELINE = Pipeline("p").source("my.clicks")  # noqa: N806 - read as a constant below
+    PIPELINE.computation("count", Computation, inputs={"my.clicks": key_by("user")})
+    assert describe_producer(PIPELINE, "count/by-key/my.clicks/3") == {
         "node": "s:my.clicks", "partition": 3, "label": "my.clicks[3]"
     }  # fmt: skip
-    assert describe_producer("count/task/1") == {
+    assert describe_producer(PIPELINE, "count/task/1") == {
         "node": "c:count", "partition": 1, "label": "count[1]"
     }  # fmt: skip
-    assert describe_producer("gen/injector/0")["label"] == "injector gen #0"
-    assert describe_producer("odd")["label"] == "odd"
+    assert describe_producer(PIPELINE, "gen/injector/0")["label"] == "injector gen #0"
+    assert describe_producer(PIPELINE, "odd")["label"] == "odd"
+    assert describe_producer(PIPELINE, "gone/task/1")["node"] is None  # no such part now

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from types import SimpleNamespace
 
-from framework.core.declarations import Input
 from framework.ops.layout import columns, layout
-from framework.ops.topology import Edge, to_dot, topology
+from framework.ops.topology import Edge, Node, to_dot, topology
 from jobs.enrich import build
 from jobs.zeitgeist import pipeline as zeitgeist
 
@@ -38,16 +36,27 @@ def test_a_table_is_drawn_read_by_its_computation_and_fed_by_the_changelog_write
     assert "style=dashed" in to_dot(graph)
 
 
+class _Sink:
+    def open(self, topic, partition):
+        return None
+
+    def write(self, topic, partition, records, next_offset):
+        pass
+
+    def close(self):
+        pass
+
+
 def test_sinks_and_new_kinds_show_without_changes_here():
     pipeline = build("shop", "x-")
+    pipeline.sink("orders-db", inputs={"x-enriched-page-views": None}, sink=_Sink())
     enrich = pipeline.computations["enrich"]
-    pipeline.computations["enrich"] = replace(enrich, kind="join")  # as a join declares itself
-    pipeline.sinks = {"orders-db": SimpleNamespace(inputs=(Input("x-enriched-page-views", None),),
-                                                   sink=object())}  # fmt: skip
+    pipeline = pipeline.redeclared(replace(enrich, kind="fan-out"))  # a kind nobody knew
     graph = topology(pipeline)
-    assert graph.nodes["c:enrich"].kind == "join"
-    assert graph.nodes["k:orders-db"].kind == "sink"
+    assert graph.nodes["c:enrich"].kind == "fan-out"
+    assert graph.nodes["k:orders-db"] == Node("k:orders-db", "sink", "orders-db", "_Sink")
     assert Edge("s:x-enriched-page-views", "k:orders-db") in graph.edges
+    assert not any(node.kind in ("injector", "queries") for node in graph.nodes.values())
 
 
 def test_columns_follow_the_edges_and_boxes_do_not_overlap():
@@ -77,16 +86,21 @@ def test_a_cycle_is_placed_too():
     assert boxes["s:in"].x < boxes["c:a"].x < boxes["s:out"].x < boxes["c:b"].x
 
 
-def test_global_tables_are_tables_too_where_a_version_declares_them():
-    from framework.ops.topology import tables_of
+def test_global_tables_are_tables_too():
+    from framework import Computation, GlobalTable, Pipeline
 
-    spec = SimpleNamespace(
-        tables={"profiles": "p.profiles.changelog"},
-        global_tables={"rates": SimpleNamespace(topic="fx.rates"), "codes": "iso.codes"},
-    )
-    assert tables_of(spec) == [
+    pipeline = Pipeline("p").source("in")
+    pipeline.computation(
+        "c", Computation, inputs={"in": None}, tables={"profiles": "p.profiles.changelog"},
+        global_tables={"rates": GlobalTable("fx.rates", history_ms=60_000), "codes": "iso.codes"},
+    )  # fmt: skip
+    graph = topology(pipeline)
+    assert pipeline["c"].tables_read() == [
         ("profiles", "p.profiles.changelog", "table"),
         ("rates", "fx.rates", "global table"),
         ("codes", "iso.codes", "global table"),
     ]
-    assert tables_of(SimpleNamespace(tables={})) == []
+    assert graph.nodes["t:fx.rates"] == Node(
+        "t:fx.rates", "table", "fx.rates", "global table rates"
+    )
+    assert Edge("t:iso.codes", "c:c", "", "table") in graph.edges

@@ -86,7 +86,7 @@ def _membership(sink, consumer, letters=None) -> SinkMembership:
     pipeline.sink("db", inputs={TOPIC: None}, sink=sink)
     return SinkMembership(
         pipeline,
-        pipeline.sinks["db"],
+        pipeline.part("db"),
         consumer=consumer,
         producer=letters or Letters(),
         limits=TopicLimits(),

@@ -199,7 +199,6 @@ def test_the_output_watermark_is_held_below_the_oldest_open_record():
         ({"grace_ms": -1}, "grace_ms >= 0"),
         ({"after_ms": 1.5}, "after_ms=1.5; give whole milliseconds"),
         ({"inputs": {"orders": None, "payments": None, "x": None}}, "exactly its left and right"),
-        ({"outputs": {"x": None}}, "output="),
         ({"guarantee": "maybe"}, "guarantee='maybe'; use one of"),
     ],
 )
@@ -216,6 +215,18 @@ def test_a_bad_join_declaration_is_refused_naming_the_fix(change, names):
     }
     with pytest.raises(PipelineError, match=names):
         pipeline.join("j", **args)
+    assert "j" not in pipeline.computations
+
+
+@pytest.mark.parametrize("option", ["outputs", "formats", "state_schema", "tables"])
+def test_a_join_declares_only_what_a_join_has(option):
+    """Its signature is explicit: what makes no sense for a join (it writes one stream, runs no
+    hook of the user's, keeps its open records as JSON) is no keyword of it."""
+    pipeline = Pipeline("p")
+    args = {"left": "orders", "right": "payments", "inputs": {"orders": None, "payments": None},
+            "before_ms": 0, "after_ms": 10, "output": "out"}  # fmt: skip
+    with pytest.raises(TypeError, match=option):
+        pipeline.join("j", **args, **{option: {}})
     assert "j" not in pipeline.computations
 
 

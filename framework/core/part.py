@@ -1,0 +1,165 @@
+"""The one shape of every part of a pipeline: a computation (a window and a join are
+computations), a sink, an injector, and whoever queries the pipeline's state.
+
+Whatever walks a pipeline — its topics, `logwheel status`, the dashboard, the graph, dead-letter
+listing and replay, ACLs, `logwheel run` — asks each part through this protocol and never asks
+what kind it is: a part says what it reads and writes, its consumer group, the topics it keeps
+for itself and their policies, its dead-letter topic, whether its dead letters can be replayed
+and its state queried, what it needs of Kafka's ACLs, its node in the graph, and which runtime
+`logwheel run` runs it with. A new kind of part implements this and needs nothing of those
+walkers.
+
+Nothing here knows of Kafka's clients: topic policies and ACL operations are named, and
+`framework.kafka.topics` and `framework.ops.acls` turn them into configs and rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from framework.core.declarations import Input
+
+POLICIES = ("compact", "delete", "dlq", "replay")
+"""How a part's own topic is kept: compacted (the latest value per key is the truth), deleted
+at the broker's retention, a dead-letter topic, or kept for ever (replayed dead letters keep
+their old timestamps)."""
+
+OWN_TOPIC_OPERATIONS = ("READ", "WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS")
+"""On its own topics: `run` creates them if missing and reads its limits from their configs."""
+RESET_OPERATIONS = ("DELETE",)
+"""`logwheel reset --wipe-state` deletes and recreates a computation's state topics."""
+READ_OPERATIONS = ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")
+WRITE_OPERATIONS = ("WRITE", "DESCRIBE", "DESCRIBE_CONFIGS")
+GROUP_OPERATIONS = ("READ", "DESCRIBE")
+TRANSACTION_OPERATIONS = ("WRITE", "DESCRIBE")
+
+
+@dataclass(frozen=True)
+class OwnTopic:
+    """A topic a part keeps for itself: its name, what it holds (changelog, timers, ids,
+    watermarks, by-key, dlq, replay, replayed, ...), its partition count, its policy (one of
+    `POLICIES`), and whether that count must be exactly this (keyed state, a co-partitioned
+    reader or a one-partition channel depends on it)."""
+
+    name: str
+    kind: str
+    partitions: int
+    policy: str
+    exact: bool
+
+
+@dataclass(frozen=True, order=True)
+class Grant:
+    """What a part's principal may do on Kafka: `operations` on the `resource` ("TOPIC",
+    "GROUP", "TRANSACTIONAL_ID") named `name`, a prefix when `pattern` is "PREFIXED" (else
+    "LITERAL")."""
+
+    resource: str
+    pattern: str
+    name: str
+    operations: tuple[str, ...]
+
+
+class Graph(Protocol):
+    """What a part asks of the pipeline around it (a `Pipeline`)."""
+
+    def channels_of(self, stream: str) -> list[str]:
+        """The watermark channels a reader of `stream` learns its watermark from."""
+
+
+class Part(Protocol):
+    """One part of a pipeline, as everything that walks a pipeline sees it."""
+
+    pipeline: str
+    name: str
+
+    @property
+    def kind(self) -> str:
+        """What it is, for pictures and messages: "computation", "window", "join", "sink",
+        "injector", "queries"."""
+
+    @property
+    def runtime(self) -> str | None:
+        """Which runtime `logwheel run` runs it with ("keyed": tasks over its key space; "sink":
+        tasks writing into an outside system); None: not run by `logwheel run`."""
+
+    @property
+    def group(self) -> str | None:
+        """Its consumer group, None if it reads through none."""
+
+    @property
+    def dlq(self) -> str | None:
+        """Its dead-letter topic, None if it keeps none."""
+
+    @property
+    def replayable(self) -> bool:
+        """Whether `logwheel dlq replay` can send its dead letters back to it."""
+
+    @property
+    def queryable(self) -> bool:
+        """Whether `logwheel run --serve` answers queries of its state."""
+
+    @property
+    def inputs(self) -> tuple[Input, ...]:
+        """The streams it reads, each with its key extractor (None: as partitioned)."""
+
+    @property
+    def outputs(self) -> Mapping[str, str | None]:
+        """The streams it writes, each with its schema (None: JSON)."""
+
+    @property
+    def formats(self) -> Mapping[str, str]:
+        """How outputs are written, where declared (stream -> "avro", "confluent", "json")."""
+
+    @property
+    def consumed_topics(self) -> Sequence[str]:
+        """What its group reads, partition by partition: a row each in `logwheel status`."""
+
+    @property
+    def keyed_topics(self) -> Sequence[str]:
+        """The topics whose partition p is its task p (none for a part without a key space)."""
+
+    @property
+    def partitions(self) -> int:
+        """The partitions of its key space (0: it has none)."""
+
+    @property
+    def watermarks(self) -> str | None:
+        """The channel its watermark is published on, None if it publishes none."""
+
+    @property
+    def node(self) -> str | None:
+        """Its node in the graph (`logwheel graph`, the dashboard), None if it is not drawn."""
+
+    @property
+    def detail(self) -> str:
+        """One line under its name in the graph."""
+
+    def own_topics(self) -> list[OwnTopic]:
+        """The topics it keeps for itself, with their policies."""
+
+    def tables_read(self) -> list[tuple[str, str, str]]:
+        """(name, topic, "table" or "global table") of each table it reads."""
+
+    def grants(self, graph: Graph, *, reset: bool = False) -> list[Grant]:
+        """Everything its principal needs on Kafka, and nothing more (with `reset`, also what
+        `logwheel reset --wipe-state` of it needs)."""
+
+
+def reader_group(owner: str) -> str:
+    """The group id of the assign-only consumers of `owner` (a part's group, or a pipeline's
+    name): under its prefix, so a prefixed group grant covers it."""
+    return f"{owner}.reader"
+
+
+def serving_topic(group: str) -> str:
+    """Where the instances of the computation whose group is `group` say they answer queries
+    (framework/query/directory.py)."""
+    return f"{group}.serving"
+
+
+def literal(topics: set[str] | list[str], operations: tuple[str, ...]) -> list[Grant]:
+    """`operations` on each of `topics`, by name."""
+    return [Grant("TOPIC", "LITERAL", topic, operations) for topic in sorted(set(topics))]
