@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from framework.core.api import MIN_TIME, Computation
 from framework.core.declarations import (
+    DEFAULT_HOOK_TIMEOUT_MS,
     ERROR_POLICIES,
     GUARANTEES,
     LATE_POLICIES,
@@ -36,8 +37,6 @@ from framework.core.part import (
     OwnTopic,
     literal,
 )
-
-DEFAULT_HOOK_TIMEOUT_MS = 60_000
 
 
 @dataclass(frozen=True)

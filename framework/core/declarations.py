@@ -43,6 +43,9 @@ INTERNAL_TOPIC = re.compile(
 )
 """Any pipeline's internal topic, whichever pipeline: checked with `fullmatch`."""
 DEFAULT_PARTITIONS = 4
+DEFAULT_HOOK_TIMEOUT_MS = 60_000
+"""How long one call of a part's own code (a hook, a key extractor) may run by default before
+the watchdog abandons it."""
 DEFAULT_MAX_FUTURE_MS = 300_000
 """How far ahead of wall time a source's records may move its watermark (and a mark or a
 watermark promise may claim): five minutes of clock skew."""

@@ -40,6 +40,7 @@ class InjectorSpec:
     outputs: ClassVar[Mapping[str, str | None]] = MappingProxyType({})  # its streams: sources
     formats: ClassVar[Mapping[str, str]] = MappingProxyType({})
     consumed_topics: ClassVar[tuple[str, ...]] = ()
+    subscribed_topics: ClassVar[tuple[str, ...]] = ()
     keyed_topics: ClassVar[tuple[str, ...]] = ()
     partitions = 0
     node = None

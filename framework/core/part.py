@@ -118,6 +118,10 @@ class Part(Protocol):
         """What its group reads, partition by partition: a row each in `logwheel status`."""
 
     @property
+    def subscribed_topics(self) -> Sequence[str]:
+        """What its group subscribes to: what it consumes, and its replayed dead letters."""
+
+    @property
     def keyed_topics(self) -> Sequence[str]:
         """The topics whose partition p is its task p (none for a part without a key space)."""
 
@@ -158,6 +162,12 @@ def serving_topic(group: str) -> str:
     """Where the instances of the computation whose group is `group` say they answer queries
     (framework/query/directory.py)."""
     return f"{group}.serving"
+
+
+def own_topic(part: Part, kind: str) -> str | None:
+    """The topic `part` keeps for itself holding `kind` (its "replay", its "replayed", ...),
+    None if it keeps none."""
+    return next((t.name for t in part.own_topics() if t.kind == kind), None)
 
 
 def literal(topics: set[str] | list[str], operations: tuple[str, ...]) -> list[Grant]:

@@ -10,12 +10,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from framework.core.api import Computation
-from framework.core.computation_spec import (
-    DEFAULT_HOOK_TIMEOUT_MS,
-    ComputationSpec,
-    computation_spec,
-)
+from framework.core.computation_spec import ComputationSpec, computation_spec
 from framework.core.declarations import (
+    DEFAULT_HOOK_TIMEOUT_MS,
     DEFAULT_PARTITIONS,
     EMITS,
     ERROR_POLICIES,

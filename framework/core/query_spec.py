@@ -45,6 +45,7 @@ class QueriesSpec:
     outputs: ClassVar[Mapping[str, str | None]] = MappingProxyType({})
     formats: ClassVar[Mapping[str, str]] = MappingProxyType({})
     consumed_topics: ClassVar[tuple[str, ...]] = ()
+    subscribed_topics: ClassVar[tuple[str, ...]] = ()
     keyed_topics: ClassVar[tuple[str, ...]] = ()
     partitions = 0
     watermarks = None

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from framework.core.declarations import Input, PipelineError, check_name, check_stream
+from framework.core.declarations import (
+    DEFAULT_HOOK_TIMEOUT_MS,
+    Input,
+    PipelineError,
+    check_name,
+    check_stream,
+)
 from framework.core.part import GROUP_OPERATIONS, READ_OPERATIONS, Grant, Graph, OwnTopic, literal
 
 SINK_METHODS = ("open", "write", "close")
@@ -39,6 +45,9 @@ class SinkSpec:
     partitions = 0  # it keeps no state, so it has no key space
     watermarks = None
     keyed_topics: ClassVar[tuple[str, ...]] = ()
+    hook_timeout_ms = DEFAULT_HOOK_TIMEOUT_MS
+    """The watchdog's bounds: a sink runs no hook per record, so only its loop's stall counts
+    (a write blocked past every bound it was given ends the membership)."""
 
     @property
     def group(self) -> str:

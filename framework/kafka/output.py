@@ -5,8 +5,8 @@ every runtime (streaming tasks and the backfill's Spark tasks alike).
 stream's schema and the broker's limits before the hook call counts as done. Every bad record
 — undecodable, refused by its key extractor, failing in its hook, forged, from the future —
 ends at its `dead_letter`: the computation's error policy decides, `dead_letter_record`
-composes what goes to `<pipeline>.<computation>.dlq` (CONTRACT.md, Topics), the collector
-sends it in the open transaction.
+composes what goes to the part's dead-letter topic `<pipeline>.<part>.dlq`, the collector sends
+it (in the open transaction, under exactly-once).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 from framework.core.api import Record
 from framework.core.dead_letters import ErrorPolicy, reason_of
-from framework.core.pipeline import ComputationSpec, Pipeline
+from framework.core.part import Part, own_topic
+from framework.core.pipeline import Pipeline
 from framework.errors import BadRecord
 from framework.kafka.collector import ID_HEADER, RESERVED_PREFIX, Collector, Outgoing
 from framework.kafka.limits import TopicLimits
@@ -108,7 +109,7 @@ class KafkaOutput:
     def __init__(
         self,
         pipeline: Pipeline,
-        spec: ComputationSpec,
+        spec: Part,
         collector: Collector,
         policy: ErrorPolicy,
         registry: RegistrySettings | None = None,
@@ -116,7 +117,7 @@ class KafkaOutput:
         self.collector = collector
         self.policy = policy
         self.dlq = spec.dlq
-        self.replay = spec.replay
+        self.replay = own_topic(spec, "replay")  # its replayed dead letters, if it re-runs any
         self.encoders = {s: stream_encoder(pipeline, s, registry) for s in spec.outputs}
 
     def encode(self, stream: str, key: str, value: Any, timestamp: int, record_id: str) -> Outgoing:
@@ -150,14 +151,14 @@ class KafkaOutput:
 
 
 @dataclass
-class ComputationIO:
-    """A computation as one process runs it on Kafka, what all its tasks share: its declaration
-    (`pipeline`, `spec`), the process's collector, the partition count of each of its topics
-    (from the broker), the `[registry]` table of --config (if any) and the `output` its
-    productions and dead letters go through, under its error `policy`."""
+class PartIO:
+    """A part (a computation, a sink) as one process runs it on Kafka, what all its tasks share:
+    its declaration (`pipeline`, `spec`), the process's collector, the partition count of each
+    of its topics (from the broker), the `[registry]` table of --config (if any) and the
+    `output` its productions and dead letters go through, under its error `policy`."""
 
     pipeline: Pipeline
-    spec: ComputationSpec
+    spec: Any  # a Part: a keyed task's is a ComputationSpec
     collector: Collector
     partitions: dict[str, int]
     policy: ErrorPolicy

@@ -15,7 +15,8 @@ A stream's topic is its name, so its subject is `<stream>-value` under the defau
 from __future__ import annotations
 
 from framework.core.declarations import check_wire_schema
-from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
+from framework.core.part import Part
+from framework.core.pipeline import Pipeline, PipelineError
 from framework.kafka.registry_settings import RegistrySettings, resolve
 from framework.kafka.schema_registry import (
     RegistryConfigurationError,
@@ -104,17 +105,18 @@ def any_decoder(registry: RegistrySettings | None, topic: str) -> Decoder:
 
 
 def check_registry(
-    pipeline: Pipeline, spec: ComputationSpec, settings: RegistrySettings | None = None
+    pipeline: Pipeline, spec: Part, settings: RegistrySettings | None = None
 ) -> None:
-    """At start: a computation with a stream or table in the wire format (or any table, once
-    the pipeline has a registry) needs its registry to answer (`RegistryConfigurationError`
-    naming the URL otherwise) and its outputs' schemas accepted under their subjects, before it
-    joins its group."""
-    streams = [*(i.stream for i in spec.inputs), *spec.outputs, *spec.table_topics]
+    """At start: a part with a stream or table in the wire format (or any table, once the
+    pipeline has a registry) needs its registry to answer (`RegistryConfigurationError` naming
+    the URL otherwise) and its outputs' schemas accepted under their subjects, before it joins
+    its group."""
+    tables = [topic for _, topic, _ in spec.tables_read()]
+    streams = [*(i.stream for i in spec.inputs), *spec.outputs, *tables]
     wired = [s for s in streams if _wired(pipeline, s, settings) is not None]
     if not wired:
         registry = resolve(pipeline, settings)
-        if registry is not None and spec.table_topics:
+        if registry is not None and tables:
             connect(registry)
         return
     registry = _wired(pipeline, wired[0], settings)

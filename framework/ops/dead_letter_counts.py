@@ -12,12 +12,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from framework.core.part import own_topic
 from framework.core.pipeline import Pipeline, PipelineError
 from framework.ops.dead_letter_log import (
     DeadLetter,
     read_dead_letters,
     read_replayed,
-    replayed_topic,
 )
 
 NEWEST = 5
@@ -106,7 +106,9 @@ def dead_letter_summary(
             f"({', '.join(p.name for p in pipeline.parts() if p.dlq)})"
         )
     letters = read_dead_letters(bootstrap, part.dlq, kafka, must_exist=False)
-    replayed = read_replayed(bootstrap, replayed_topic(part), kafka) if part.replayable else {}
+    replayed = (
+        read_replayed(bootstrap, own_topic(part, "replayed"), kafka) if part.replayable else {}
+    )
     return summarize(name, part.dlq, letters, replayed, newest)
 
 

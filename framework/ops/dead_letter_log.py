@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
-from framework.core.part import Part, reader_group
+from framework.core.part import reader_group
 from framework.core.pipeline import PipelineError
 from framework.kafka.config import consumer_config
 from framework.kafka.output import TRUNCATED_HEADER
@@ -93,11 +93,6 @@ def _int(text: str | None) -> int | None:
         return None if text is None else int(text)
     except ValueError:
         return None
-
-
-def replayed_topic(part: Part) -> str | None:
-    """The record of what `logwheel dlq replay` sent back to `part`, if it keeps one."""
-    return next((t.name for t in part.own_topics() if t.kind == "replayed"), None)
 
 
 def read_committed(

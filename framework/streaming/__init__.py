@@ -1,6 +1,7 @@
-"""The `logwheel run` process: its lifetime (the runner), joining the group, one membership
-of it and its loop, the task manager and tasks, the committer's numbered steps, watermark
-channels, holds, injectors, the meter, and one process per computation under a supervisor.
+"""The `logwheel run` process: the runner of one part, the wiring of its memberships for the
+part's runtime, one membership and its loop, the task managers and tasks (a computation's
+keyed tasks, a sink's), the committers (a Kafka transaction's numbered steps, a sink's writes),
+watermark channels, holds, injectors, the meter, and one process per part under a supervisor.
 
 May import: `framework.state`, `framework.kafka`, `framework.core`, `framework.serde`.
 """

@@ -140,6 +140,19 @@ class Holds:
                 wait,
             )
 
+    def holding(self, inp: InputPartition) -> bool:
+        """Whether `inp` (this route's input) is held, or resumed and not yet past its hold."""
+        hold = self._holds.get((inp.topic, inp.partition))
+        return hold is not None and hold.inp is inp
+
+    def answered(self, inp: InputPartition) -> None:
+        """The service `inp` was held for answered (a sink's target took the batch it held):
+        its hold ends now, whether or not it has read on."""
+        hold = self._holds.pop((inp.topic, inp.partition))
+        inp.frozen = None
+        self._held_metric.set(len(self._holds))
+        self._end(hold.service, self.clock(), answered=True)
+
     def step(self, routes: Routes) -> None:
         """Resume the held partitions whose wait is over; end the holds whose partition read
         past its record (the service answers again) or is no longer this membership's."""

@@ -1,13 +1,16 @@
-"""One membership of a computation's consumer group and the loop that runs it (Kafka Streams'
-StreamThread.runOnce): poll, hand each run of records to its task, fire timers and commit —
-one Kafka transaction per commit holding productions, journals, marks and input offsets
-(invariant 1) — until the process stops or the membership ends.
+"""One membership of a part's consumer group and the loop that runs it (Kafka Streams'
+StreamThread.runOnce): poll, hand each run of records to its task, fire timers and commit,
+until the process stops or the membership ends. The one loop of every part `logwheel run`
+runs: a computation's tasks (framework/streaming/task_manager.py) commit one Kafka transaction
+holding productions, journals, marks and input offsets (invariant 1); a sink's
+(framework/streaming/sink_task_manager.py) commit by writing each partition's batch into the
+sink's target with the partition's next offset.
 
 The rebalance callbacks only register what changed (Kafka Streams' rule: never restore in a
-callback); the task manager restores inside the loop. A revocation commits first, a loss does
-not — the partitions are someone else's already, and the transaction would be fenced.
+callback); the task manager restores or opens inside the loop. A revocation commits first, a
+loss does not — the partitions are someone else's already, and the commit would be fenced.
 
-The clients are made by `framework.streaming.join`; a membership runs on whatever it is
+The clients are made by `framework.streaming.wiring`; a membership runs on whatever it is
 handed, so a unit test runs the loop with stand-ins (tests/unit/streaming/fakes.py).
 """
 
@@ -16,28 +19,30 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from framework.core.metrics import REBALANCES
+from framework.core.part import own_topic
 from framework.errors import ForgedRecord, Rejoin, Retry, TimedOut
 from framework.kafka.bounded_calls import LeftBehind, bounded
 from framework.kafka.errors import reaching_kafka
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.state.restore import Restorer
 from framework.state.tables import Tables
+from framework.streaming.calls import Calls
 from framework.streaming.channels import WatermarkChannels
-from framework.streaming.committer import Committer
 from framework.streaming.holds import Holds
 from framework.streaming.hung_calls import HungCalls
+from framework.streaming.input_partition import InputPartition
 from framework.streaming.meter import Meter
 from framework.streaming.pacing import Pacer
 from framework.streaming.refused_records import RefusedRecords
 from framework.streaming.task import Task
-from framework.streaming.task_manager import TaskManager
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +67,38 @@ loop's round: channels, positions, ticks, marks), so 4 a second keep an idle pro
 waits at most this long to be seen."""
 
 
+class Tasks(Protocol):
+    """What the loop drives: a part's tasks, created, run and closed as partitions come and go
+    (`TaskManager` for a computation, `SinkTaskManager` for a sink)."""
+
+    routes: Mapping[tuple[str, int], tuple[Task, InputPartition]]
+    restoring: Mapping  # what is restored before it runs (the loop polls without waiting)
+    calls: Calls  # what the watchdog reads
+
+    @property
+    def waiting(self) -> Any: ...  # assigned partitions whose tasks are to start
+    def assigned(self, tps: list[TopicPartition]) -> None: ...
+    def revoked(self, tps: list[TopicPartition]) -> None: ...
+    def step(self) -> None: ...
+    def catch_up_positions(self) -> int: ...
+    def rewind(self) -> None: ...
+    def inputs(self) -> list[InputPartition]: ...
+    def running(self) -> list[Task]: ...
+    def close(self) -> None: ...
+
+
+class Commits(Protocol):
+    """What commits a part's tasks (`Committer`, `SinkCommitter`)."""
+
+    last_commit: float
+    refusal: KafkaError | None  # the broker refused a record's content (the commit aborted)
+
+    def marks_moved(self, tasks: Iterable[Task]) -> bool: ...
+    def commit(self, tasks: list[Task], inputs: Iterable[InputPartition]) -> bool: ...
+    def abandon(self) -> None: ...
+    def close(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Pace:
     """How often the loop commits and how long it waits for records."""
@@ -73,17 +110,18 @@ class Pace:
 
 class Membership:
     """One membership of the consumer group: its loop, the flags the loop and the rebalance
-    callbacks share, the commit of what its tasks did, and leaving."""
+    callbacks share, the commit of what its tasks did, and leaving. `channels` and `restorer`
+    serve a part that follows watermarks and keeps state (None: one that does neither)."""
 
     def __init__(
         self,
-        io: ComputationIO,
+        io: PartIO,
         *,
         consumer: Consumer,
-        committer: Committer,
-        tasks: TaskManager,
-        channels: WatermarkChannels,
-        restorer: Restorer,
+        committer: Commits,
+        tasks: Tasks,
+        channels: WatermarkChannels | None,
+        restorer: Restorer | None,
         tables: Tables | None,
         refused_records: RefusedRecords,
         holds: Holds,
@@ -98,8 +136,8 @@ class Membership:
         self._channels = channels
         self._restorer = restorer
         self._tables = tables
-        # the topics a table's partition follows; a keyed task reads its replay topic too
-        self._keyed = {*io.spec.keyed_topics, io.spec.replay}
+        # the topics a table's partition follows: a keyed task's, and its replayed dead letters
+        self._keyed = {*io.spec.keyed_topics, own_topic(io.spec, "replay")}
         self._refused_records = refused_records
         self._holds = holds
         self._pacer = Pacer(consumer, holds)
@@ -117,7 +155,7 @@ class Membership:
             timed_out = {p: TimedOut(why) for p, why in hung.records().items()}
             self._collector.poisoned.update(timed_out)
         consumer.subscribe(
-            [*self._spec.consumed_topics, self._spec.replay],
+            list(self._spec.subscribed_topics),
             on_assign=self._on_assign,
             on_revoke=self._on_revoke,
             on_lost=self._on_lost,
@@ -165,7 +203,7 @@ class Membership:
             self._raise_failure()
             if self._lost:  # in a callback inside that call: nothing more may commit
                 raise Rejoin("partitions were lost (session timed out?)")
-            heard = channels.poll()
+            heard = channels.poll() if channels is not None else 0
             if self._rewind:  # a commit was aborted, perhaps in a callback inside consume
                 self._rewind = False
                 tasks.rewind()
@@ -311,10 +349,12 @@ class Membership:
                 self._tasks.close()
         if problem is not None:
             log.warning("%s: closing the consumer: %s", self._spec.group, problem)
-        for what, close in [
-            ("the watermark channels", self._channels.close),
-            ("the restorer's consumer", self._restorer.consumer.close),
-        ]:
+        clients = []
+        if self._channels is not None:
+            clients.append(("the watermark channels", self._channels.close))
+        if self._restorer is not None:
+            clients.append(("the restorer's consumer", self._restorer.consumer.close))
+        for what, close in clients:
             try:
                 self._close(what, close)
             except (LeftBehind, KafkaException, RuntimeError) as error:

@@ -19,7 +19,7 @@ from framework.errors import BadRecord
 from framework.kafka.collector import Collector
 from framework.kafka.errors import group_event
 from framework.kafka.limits import read_limits
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.streaming.holds import Holds
 from framework.streaming.input_partition import InputPartition
 from framework.streaming.task import Task
@@ -31,7 +31,7 @@ Routes = dict[tuple[str, int], tuple[Task, InputPartition]]
 class RefusedRecords:
     """The search for a record whose output the broker refuses, in one membership."""
 
-    def __init__(self, io: ComputationIO, admin: AdminClient) -> None:
+    def __init__(self, io: PartIO, admin: AdminClient) -> None:
         self.io = io
         self.collector: Collector = io.collector
         self.admin = admin

@@ -1,9 +1,9 @@
-"""Running a pipeline's computations, one process each: a single one in this process, several
-as children of this one, supervised.
+"""Running a pipeline's parts (its computations and sinks), one process each: a single one in
+this process, several as children of this one, supervised.
 
-A process runs one computation (one consumer group, one transactional producer — invariant 3).
-`logwheel run` of several computations supervises one child per computation; the children die
-with their parent, so SIGKILL of `logwheel run` kills the whole job, as a container stop would.
+A process runs one part (one consumer group, one producer — invariant 3). `logwheel run` of
+several parts supervises one child per part; the children die with their parent, so SIGKILL of
+`logwheel run` kills the whole job, as a container stop would.
 A child that fails stops the job, but for one ended by its dead-man switch (a hook held the
 GIL for good: framework/streaming/dead_man.py), which is started again, with backoff: its next
 start dead-letters the call, and the job stays up.
@@ -28,14 +28,13 @@ from framework.query.replicas import Replicas
 from framework.query.server import QueryServer
 from framework.query.settings import parse_serve, serve_settings
 from framework.streaming.dead_man import DeadMan
-from framework.streaming.lifetime import Runner
 from framework.streaming.loading import (
     config_table,
     kafka_settings,
     load_pipeline,
     registry_settings,
 )
-from framework.streaming.sink_runner import SinkRunner
+from framework.streaming.runner import Runner
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
@@ -132,7 +131,7 @@ def _run_one(
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    runner = (SinkRunner if pipeline.part(name).runtime == "sink" else Runner)(
+    runner = Runner(
         pipeline,
         name,
         bootstrap=bootstrap,

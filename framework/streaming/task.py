@@ -33,7 +33,7 @@ from framework.core.watermarks import (
     task_producer,
 )
 from framework.errors import BadRecord, Retry, TimedOut
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.kafka.rekeying import rekey
 from framework.kafka.replays import ReplayedRecords, ReplayWatermark
 from framework.kafka.stream_codecs import stream_decoder
@@ -52,7 +52,7 @@ class Task:
     inputs: list[InputPartition]
     outputs: set[str]
 
-    def __init__(self, io: ComputationIO, calls: Calls | None = None) -> None:
+    def __init__(self, io: PartIO, calls: Calls | None = None) -> None:
         self.io = io
         self.published = MIN_TIME
         self.calls = Calls() if calls is None else calls  # what the watchdog reads
@@ -162,7 +162,7 @@ class RepartitionTask(Task):
     """Re-keys one partition of a stream by the consumer's key extractor."""
 
     def __init__(
-        self, io: ComputationIO, input_: Input, partition: int, calls: Calls | None = None
+        self, io: PartIO, input_: Input, partition: int, calls: Calls | None = None
     ) -> None:
         super().__init__(io, calls)
         spec, stream = io.spec, input_.stream
@@ -203,7 +203,7 @@ class KeyedTask(Task):
 
     def __init__(
         self,
-        io: ComputationIO,
+        io: PartIO,
         partition: int,
         store: TaskStore,
         tables: Mapping[str, Any] | None = None,

@@ -20,7 +20,7 @@ from framework.core.timers import decode_timer
 from framework.core.watermarks import BoundedLateness, Published
 from framework.errors import Rejoin
 from framework.kafka.groups import standby_partitions
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.query.replicas import Replicas
 from framework.state.restore import Restorer
 from framework.state.store import TaskStore
@@ -41,7 +41,7 @@ class TaskManager:
 
     def __init__(
         self,
-        io: ComputationIO,
+        io: PartIO,
         consumer: Consumer,
         admin: AdminClient,
         channels: WatermarkChannels,

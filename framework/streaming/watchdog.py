@@ -1,6 +1,6 @@
 """The watchdog: one daemon thread per `logwheel run` process bounding what its main thread runs
-(CONTRACT.md, `hook_timeout_ms`; DESIGN.md invariant 7: a hook or client call that never
-returns is bounded, never a hang).
+(a computation's `hook_timeout_ms`: a hook or client call that never returns is bounded,
+dead-lettered at stage "timeout", never a hang).
 
 The main thread says what it runs through `Calls` (one attribute store per record); the
 watchdog looks every `period_s`, counting only time it was awake to see (a process stopped or
@@ -40,10 +40,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from framework.core.metrics import HOOK_TIMEOUTS, STUCK_CALLS
-from framework.core.pipeline import ComputationSpec
 from framework.errors import Abandoned
 from framework.streaming.calls import Calls, CallSlot, DurableCalls
 from framework.streaming.dead_man import DeadMan
@@ -69,6 +68,18 @@ INTERRUPT = signal.SIGRTMIN + 5 if hasattr(signal, "SIGRTMIN") else signal.SIGUS
 """The signal that interrupts the main thread: a real-time one nothing else in a job uses."""
 
 
+class Watched(Protocol):
+    """The part whose process a watchdog watches (a computation, a sink)."""
+
+    name: str
+
+    @property
+    def group(self) -> str: ...
+
+    @property
+    def hook_timeout_ms(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class Bounds:
     """How long a hook call may run (`hook_timeout_ms`), how long an interrupted one is given
@@ -79,7 +90,7 @@ class Bounds:
     stall_s: float = STALL_S
 
     @classmethod
-    def of(cls, spec: ComputationSpec) -> Bounds:
+    def of(cls, spec: Watched) -> Bounds:
         hook = spec.hook_timeout_ms / 1000
         return cls(hook, max(MARGIN_MIN_S, hook / 4))
 
@@ -99,7 +110,7 @@ class Watchdog:
 
     def __init__(
         self,
-        spec: ComputationSpec,
+        spec: Watched,
         calls: Calls,
         hung: HungCalls,
         bounds: Bounds,
@@ -244,7 +255,7 @@ class Watchdog:
 
 
 def start_watchdog(
-    spec: ComputationSpec, directory: Path, stop: threading.Event | None = None
+    spec: Watched, directory: Path, stop: threading.Event | None = None
 ) -> Watchdog:
     """The watchdog of a runner of `spec` whose state directory is `directory`, started; with
     `stop`, the runner owns its process and runs in its main thread: the watchdog interrupts

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.watermarks import Mark, encode_mark
 from framework.kafka.config import client_config, consumer_config, producer_config
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.kafka.topics import create_topics
 from framework.streaming.channels import WatermarkChannels
 from framework.streaming.task_manager import TaskManager
@@ -107,7 +107,7 @@ def test_a_takeover_claims_its_outputs_up_to_its_previous_owners_writes(kafka, u
     collector = FakeCollector()
     collector.remember = remembered.update
     partitions = {events: spec.partitions, by_key: spec.partitions}
-    io = ComputationIO(pipeline, spec, collector, partitions, ErrorPolicy(spec.group, "skip"))
+    io = PartIO(pipeline, spec, collector, partitions, ErrorPolicy(spec.group, "skip"))
     consumer = Consumer(consumer_config(kafka, group=spec.group))
     admin = AdminClient(client_config(kafka))
     tasks = TaskManager(io, consumer, admin, FakeChannels(), FakeRestorer(), tmp_path)

@@ -20,7 +20,7 @@ from framework.core.clock import now_ms
 from framework.core.timers import encode_timer, timer_key
 from framework.core.watermarks import Mark, encode_mark
 from framework.kafka.topics import create_topics
-from framework.streaming.lifetime import Runner
+from framework.streaming.runner import Runner
 from tests.support import json_values, read_marks, read_topic, unique_name, wait_for
 
 pytestmark = pytest.mark.timeout(120)

@@ -6,8 +6,7 @@ left or outer) driven by the input low watermark.
                   before_ms=0, after_ms=3_600_000, how="left", output="paid-orders")
 
 A join is a `Computation` like any other (`operator.py`), declared by `declaration.py`; nothing
-here knows of Kafka. (framework/streaming/join.py is something else: a process joining a
-computation's consumer group.)
+here knows of Kafka.
 """
 
 from framework.core.joins.operator import HOWS, Joined

@@ -15,8 +15,8 @@ from framework.kafka.limits import RECORD_OVERHEAD, Limit, TopicLimits
 from framework.kafka.output import (
     ERROR_HEADERS,
     TRUNCATED_HEADER,
-    ComputationIO,
     KafkaOutput,
+    PartIO,
     dead_letter_record,
     foreign,
 )
@@ -160,7 +160,7 @@ def test_a_production_is_encoded_checked_and_carries_its_id(monkeypatch):
 
 def test_every_task_of_a_process_shares_one_output(monkeypatch):
     spec = pipeline()["c"]
-    io = ComputationIO(
+    io = PartIO(
         pipeline(), spec, fake_collector(monkeypatch), {"in": 1}, ErrorPolicy(spec.group, "skip")
     )
     assert io.output.collector is io.collector and io.output.policy is io.policy

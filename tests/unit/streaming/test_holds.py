@@ -14,7 +14,7 @@ from confluent_kafka import Message
 from framework import BoundedOutOfOrderness, Computation, Pipeline
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.timers import decode_timer
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.kafka.schema_registry import RegistryUnavailable
 from framework.state.store import TaskStore
 from framework.streaming.holds import Holds, backoff
@@ -57,9 +57,7 @@ def _task(tmp_path, down: set[str], computation: type[Computation] = Collect) ->
     pipeline.source("other", watermark=BoundedOutOfOrderness(ms=10))
     pipeline.computation("c", computation, inputs={"in": None, "other": None})
     spec = pipeline["c"]
-    io = ComputationIO(
-        pipeline, spec, FakeCollector(), {"in": 1, "other": 1}, ErrorPolicy("h", "skip")
-    )
+    io = PartIO(pipeline, spec, FakeCollector(), {"in": 1, "other": 1}, ErrorPolicy("h", "skip"))
     task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
 
     def decode(raw: bytes):

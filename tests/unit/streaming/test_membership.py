@@ -21,7 +21,7 @@ from framework import Computation, Pipeline
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.timers import decode_timer
 from framework.errors import Rejoin, Retry
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.kafka.schema_registry import RegistryUnavailable
 from framework.state.store import TaskStore
 from framework.streaming import membership as membership_module
@@ -85,7 +85,7 @@ class Parts:
         self.channels, self.restorer = FakeChannels(), FakeRestorer(instant=True)
         partitions = {"in": 2, "counts": 2}
         policy = ErrorPolicy(spec.group, spec.on_error)
-        io = ComputationIO(pipeline, spec, self.collector, partitions, policy)
+        io = PartIO(pipeline, spec, self.collector, partitions, policy)
         tasks = TaskManager(
             io,
             self.consumer,

@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY
 from framework import Computation, Pipeline
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.timers import decode_timer
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.state.store import TaskStore
 from framework.streaming.meter import Meter
 from framework.streaming.task import KeyedTask
@@ -30,9 +30,7 @@ def test_counts_grow_by_what_was_read_and_delivered_since_the_last_report(tmp_pa
     pipeline.computation("m", Noop, inputs={"in": None}, outputs={"out": None})
     spec = pipeline["m"]
     collector = FakeCollector()
-    io = ComputationIO(
-        pipeline, spec, collector, {"in": 1, "out": 1}, ErrorPolicy(spec.group, "skip")
-    )
+    io = PartIO(pipeline, spec, collector, {"in": 1, "out": 1}, ErrorPolicy(spec.group, "skip"))
     task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
     (inp,) = task.inputs
     consumer = FakeConsumer()
@@ -61,7 +59,7 @@ def test_a_keyed_tasks_watermarks_are_set_once_known(tmp_path):
     pipeline.computation("meter-w", Noop, inputs={"in": None})
     spec = pipeline["meter-w"]
     collector = FakeCollector()
-    io = ComputationIO(pipeline, spec, collector, {"in": 1}, ErrorPolicy(spec.group, "skip"))
+    io = PartIO(pipeline, spec, collector, {"in": 1}, ErrorPolicy(spec.group, "skip"))
     task = KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
     meter = Meter("meter-w", FakeConsumer(), collector)
     meter.report([task], task.inputs)

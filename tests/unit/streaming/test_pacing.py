@@ -12,7 +12,7 @@ from confluent_kafka import Message
 from framework import BoundedOutOfOrderness, Computation, Pipeline
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.timers import decode_timer
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.state.store import TaskStore
 from framework.streaming.holds import Holds
 from framework.streaming.pacing import DRIFT_MS, PARKED_MAX, WAIT_S, Pacer, unread
@@ -33,7 +33,7 @@ def _task(tmp_path) -> KeyedTask:
         pipeline.source(stream, watermark=BoundedOutOfOrderness(ms=10))
     pipeline.computation("c", Collect, inputs={"a": None, "b": None})
     spec = pipeline["c"]
-    io = ComputationIO(pipeline, spec, FakeCollector(), {"a": 1, "b": 1}, ErrorPolicy("c", "skip"))
+    io = PartIO(pipeline, spec, FakeCollector(), {"a": 1, "b": 1}, ErrorPolicy("c", "skip"))
     return KeyedTask(io, 0, TaskStore(tmp_path / "task-0", decode_timer))
 
 

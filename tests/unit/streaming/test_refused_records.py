@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError, Message
 from framework import Pipeline
 from framework.core.dead_letters import ErrorPolicy
 from framework.kafka.limits import TopicLimits
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.streaming import refused_records
 from framework.streaming.holds import Holds
 from framework.streaming.membership import Pace
@@ -37,9 +37,7 @@ def _search(monkeypatch) -> tuple[RefusedRecords, list]:
     reads = _reading_limits(monkeypatch)
     pipeline = Pipeline("r").source("in").computation("c", object, inputs={"in": None})
     spec = pipeline["c"]
-    io = ComputationIO(
-        pipeline, spec, FakeCollector(), {"in": 1}, ErrorPolicy(spec.group, spec.on_error)
-    )
+    io = PartIO(pipeline, spec, FakeCollector(), {"in": 1}, ErrorPolicy(spec.group, spec.on_error))
     return RefusedRecords(io, FakeAdmin()), reads
 
 

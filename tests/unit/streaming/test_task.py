@@ -15,7 +15,7 @@ from framework.core.pipeline import BoundedOutOfOrderness, Pipeline, key_by
 from framework.core.timers import decode_timer
 from framework.core.watermarks import BoundedLateness, Published
 from framework.kafka.limits import Limit, TopicLimits
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.state.store import TaskStore
 from framework.streaming.input_partition import InputPartition
 from framework.streaming.task import KeyedTask, RepartitionTask
@@ -66,7 +66,7 @@ class Count(Computation):
         raise RuntimeError("timer boom")
 
 
-def _io(monkeypatch) -> ComputationIO:
+def _io(monkeypatch) -> PartIO:
     pipeline = (
         Pipeline("dl", partitions=1)
         .source("in")
@@ -75,10 +75,10 @@ def _io(monkeypatch) -> ComputationIO:
     spec = pipeline["c"]
     counts = {"in": 1, spec.by_key("in"): 1}
     collector = fake_collector(monkeypatch, TopicLimits({spec.by_key("in"): Limit(200)}))
-    return ComputationIO(pipeline, spec, collector, counts, ErrorPolicy(spec.group, "dead_letter"))
+    return PartIO(pipeline, spec, collector, counts, ErrorPolicy(spec.group, "dead_letter"))
 
 
-def _sent(io: ComputationIO) -> list[tuple]:
+def _sent(io: PartIO) -> list[tuple]:
     io.collector.flush()
     return io.collector.producer.produced
 
@@ -148,7 +148,7 @@ class Stamps(Computation):
         ctx.produce("out", {"ts": record.timestamp})
 
 
-def _future_io(monkeypatch, key=None, **policy) -> ComputationIO:
+def _future_io(monkeypatch, key=None, **policy) -> PartIO:
     pipeline = (
         Pipeline("fut", partitions=1)
         .source("in", watermark=BoundedOutOfOrderness(ms=2_000, **policy))
@@ -157,7 +157,7 @@ def _future_io(monkeypatch, key=None, **policy) -> ComputationIO:
     spec = pipeline["c"]
     collector = fake_collector(monkeypatch)
     counts = {"in": 1, spec.by_key("in"): 1}
-    return ComputationIO(pipeline, spec, collector, counts, ErrorPolicy(spec.group, "dead_letter"))
+    return PartIO(pipeline, spec, collector, counts, ErrorPolicy(spec.group, "dead_letter"))
 
 
 def _stamped(offset: int, ts: int) -> Message:

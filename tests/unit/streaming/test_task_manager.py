@@ -10,7 +10,7 @@ from confluent_kafka import TopicPartition
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.timers import decode_timer
 from framework.errors import Retry
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.state.store import TaskStore
 from framework.streaming.task import KeyedTask
 from framework.streaming.task_manager import TaskManager
@@ -27,7 +27,7 @@ from tests.unit.streaming.fakes import (
 def manager(tmp_path, committed=None):
     pipeline = build("tm", "tm-")
     spec = pipeline["count-words"]
-    io = ComputationIO(pipeline, spec, FakeCollector(), {"tm-words": 4}, ErrorPolicy("tm", "skip"))
+    io = PartIO(pipeline, spec, FakeCollector(), {"tm-words": 4}, ErrorPolicy("tm", "skip"))
     consumer, restorer = FakeConsumer(committed or {}), FakeRestorer()
     tm = TaskManager(io, consumer, FakeAdmin(), FakeChannels(), restorer, tmp_path)
     return tm, consumer, restorer

@@ -9,7 +9,7 @@ from framework.core.api import Record
 from framework.core.dead_letters import ErrorPolicy
 from framework.core.timers import decode_timer
 from framework.core.watermarks import Mark, repartition_producer
-from framework.kafka.output import ComputationIO
+from framework.kafka.output import PartIO
 from framework.state.store import TaskStore
 from framework.streaming.task import KeyedTask
 from tests.unit.streaming.fakes import FakeCollector
@@ -41,7 +41,7 @@ def task(tmp_path, low_watermark) -> tuple[KeyedTask, Clock]:
         "c", Remember, inputs={"clicks": key_by("user")}, low_watermark=low_watermark
     )
     spec = pipeline["c"]
-    runtime = ComputationIO(
+    runtime = PartIO(
         pipeline, spec, FakeCollector(), {"clicks": SOURCES}, ErrorPolicy(spec.group, "skip")
     )
     clock = Clock()

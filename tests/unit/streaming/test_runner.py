@@ -1,6 +1,7 @@
-"""The runner outlives a broker that is down or restarting: starting and rejoining wait for it
-instead of ending the process (found by the seeded chaos run: a process restarted during a
-broker restart died in `create_topics` with a transport error)."""
+"""The runner of any part outlives a broker that is down or restarting: starting and rejoining
+wait for it instead of ending the process (found by the seeded chaos run: a process restarted
+during a broker restart died in `create_topics` with a transport error); a call blocked for good
+ends a membership, and the runner joins again."""
 
 from __future__ import annotations
 
@@ -11,14 +12,16 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import REGISTRY
 
-import framework.streaming.lifetime as lifetime
+import framework.streaming.runner as runner_module
+import framework.streaming.wiring as wiring
 from framework import Computation, Pipeline
+from framework.core.pipeline import PipelineError
 from framework.kafka.errors import Unreachable
 from framework.streaming import committer as committer_mod
 from framework.streaming.hung_calls import HungCalls
-from framework.streaming.join import describe_timeout
-from framework.streaming.lifetime import Runner
 from framework.streaming.membership import Pace
+from framework.streaming.runner import Runner
+from framework.streaming.wiring import describe_timeout
 from tests.support import in_fresh_process
 
 
@@ -44,7 +47,7 @@ class FakeMembership:
     describe_bounds: list[float] = []
 
     @classmethod
-    def join(cls, *args, describe_s, **kwargs):
+    def join(cls, instance, describe_s, watch):
         cls.describe_bounds.append(describe_s)
         if cls.fail_joins:
             cls.fail_joins -= 1
@@ -68,10 +71,10 @@ def test_start_and_rejoin_wait_for_the_broker(tmp_path, monkeypatch):
             starts["failures"] -= 1
             raise _down()
 
-    monkeypatch.setattr(lifetime, "create_part_topics", create_topics)
-    monkeypatch.setattr(lifetime, "partition_counts", lambda *args: {"in": 4})
-    monkeypatch.setattr(lifetime, "join", FakeMembership.join)
-    monkeypatch.setattr(lifetime.time, "sleep", lambda s: None)
+    monkeypatch.setattr(wiring, "create_part_topics", create_topics)
+    monkeypatch.setattr(wiring, "partition_counts", lambda *args: {"in": 4})
+    monkeypatch.setattr(wiring.KeyedWiring, "join", FakeMembership.join)
+    monkeypatch.setattr(runner_module.time, "sleep", lambda s: None)
     FakeMembership.joins, FakeMembership.fail_joins, FakeMembership.fail_runs = 0, 2, 1
     FakeMembership.describe_bounds = []
     stop = threading.Event()
@@ -93,9 +96,17 @@ def test_other_errors_still_end_the_process(tmp_path, monkeypatch):
     def create_topics(*args, **kwargs):
         raise KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
 
-    monkeypatch.setattr(lifetime, "create_part_topics", create_topics)
+    monkeypatch.setattr(wiring, "create_part_topics", create_topics)
     with pytest.raises(KafkaException):
         Runner(_pipeline(), "c", bootstrap="127.0.0.1:1", state_dir=tmp_path).run(threading.Event())
+
+
+def test_a_part_that_logwheel_run_does_not_run_is_refused_naming_those_it_does(tmp_path):
+    pipeline = _pipeline()
+    with pytest.raises(PipelineError, match="queries 'queries' .* is not run by `logwheel run`"):
+        Runner(pipeline, "queries", bootstrap="127.0.0.1:1", state_dir=tmp_path)
+    with pytest.raises(PipelineError, match="has no part 'nope'"):
+        Runner(pipeline, "nope", bootstrap="127.0.0.1:1", state_dir=tmp_path)
 
 
 def test_a_failed_attempt_leaves_no_client_behind(tmp_path):
@@ -147,14 +158,14 @@ def _runner_of_fakes(tmp_path, monkeypatch, stop, arrange, owns_process=False) -
     offsets: dict = {}
     made: list = []
 
-    def join(pipeline, spec, **kwargs):
+    def join(self, instance, describe_s, watch):
         parts = Parts(
             tmp_path / f"m{len(made)}",
             Pace(commit_interval_s=3600),
             offsets=offsets,
-            calls=kwargs["calls"],
-            hung=kwargs["hung"],
-            computation=spec.factory,
+            calls=watch.calls,
+            hung=watch.hung,
+            computation=self.spec.factory,
         )
         consumer = parts.consumer
         consumer.add("in", 0, "aab")
@@ -165,10 +176,10 @@ def _runner_of_fakes(tmp_path, monkeypatch, stop, arrange, owns_process=False) -
         made.append(parts)
         return parts.membership
 
-    monkeypatch.setattr(lifetime, "create_part_topics", lambda *args, **kwargs: None)
-    monkeypatch.setattr(lifetime, "partition_counts", lambda *args: {"in": 2})
-    monkeypatch.setattr(lifetime, "join", join)
-    monkeypatch.setattr(lifetime.time, "sleep", lambda s: None)
+    monkeypatch.setattr(wiring, "create_part_topics", lambda *args, **kwargs: None)
+    monkeypatch.setattr(wiring, "partition_counts", lambda *args: {"in": 2})
+    monkeypatch.setattr(wiring.KeyedWiring, "join", join)
+    monkeypatch.setattr(runner_module.time, "sleep", lambda s: None)
     return made
 
 
