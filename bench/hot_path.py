@@ -33,7 +33,7 @@ from framework.core.timers import decode_timer  # noqa: E402
 from framework.kafka.collector import Collector  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
 from framework.kafka.limits import Limit, TopicLimits  # noqa: E402
-from framework.kafka.output import ComputationIO  # noqa: E402
+from framework.kafka.output import PartIO  # noqa: E402
 from framework.state.store import TaskStore  # noqa: E402
 from framework.streaming.task import KeyedTask  # noqa: E402
 
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         limits = TopicLimits({t: Limit() for t in [*spec.outputs, spec.changelog, spec.timers]})
         collector = Collector(producer_config(args.bootstrap, extra={"linger.ms": 5}), limits)
         partitions = {f"{ws.run}-words": throughput.PARTITIONS}
-        io = ComputationIO(pipeline, spec, collector, partitions, ErrorPolicy(spec.group, "stop"))
+        io = PartIO(pipeline, spec, collector, partitions, ErrorPolicy(spec.group, "stop"))
         store = TaskStore(Path(tempfile.mkdtemp(dir=ws.dir)) / "task-0", decode_timer)
         task = KeyedTask(io, 0, store)
         inp = task.inputs[0]

@@ -35,7 +35,7 @@ from framework.core.timers import decode_timer  # noqa: E402
 from framework.kafka.collector import Collector  # noqa: E402
 from framework.kafka.config import producer_config  # noqa: E402
 from framework.kafka.limits import Limit, TopicLimits  # noqa: E402
-from framework.kafka.output import ComputationIO  # noqa: E402
+from framework.kafka.output import PartIO  # noqa: E402
 from framework.state.store import TaskStore  # noqa: E402
 from framework.streaming.task import KeyedTask  # noqa: E402
 
@@ -60,7 +60,7 @@ def path(records: int, most: int) -> None:
     limits = TopicLimits({t: Limit() for t in [*spec.outputs, spec.changelog, spec.timers]})
     collector = Collector(producer_config("127.0.0.1:1"), limits)
     collector.producer = Dropped()  # type: ignore[assignment]
-    io = ComputationIO(pipeline, spec, collector, {"ir-words": 4}, ErrorPolicy(spec.group, "stop"))
+    io = PartIO(pipeline, spec, collector, {"ir-words": 4}, ErrorPolicy(spec.group, "stop"))
     with tempfile.TemporaryDirectory() as state:
         task = KeyedTask(io, 0, TaskStore(Path(state) / "task-0", decode_timer))
         inp = task.inputs[0]

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, join  # noqa: E402
 from bench.profile_runner import ProfiledStop, RunnerThread, report  # noqa: E402
 from bench.windowed import Results  # noqa: E402
-from framework.streaming.lifetime import Runner  # noqa: E402
+from framework.streaming.runner import Runner  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, throughput  # noqa: E402
-from framework.streaming.lifetime import Runner  # noqa: E402
+from framework.streaming.runner import Runner  # noqa: E402
 
 
 class ProfiledStop(threading.Event):

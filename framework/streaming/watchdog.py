@@ -254,9 +254,7 @@ class Watchdog:
             self.calls.slot.close()
 
 
-def start_watchdog(
-    spec: Watched, directory: Path, stop: threading.Event | None = None
-) -> Watchdog:
+def start_watchdog(spec: Watched, directory: Path, stop: threading.Event | None = None) -> Watchdog:
     """The watchdog of a runner of `spec` whose state directory is `directory`, started; with
     `stop`, the runner owns its process and runs in its main thread: the watchdog interrupts
     that thread, starts the process again in place (unless stopping) and arms the dead-man
