@@ -37,7 +37,7 @@ from framework.core.pipeline import PipelineError
 from framework.kafka.collector import ID_HEADER
 from framework.kafka.topics import ensure_topics
 from framework.ops.reset import reset
-from framework.serde.codecs import decoder_for
+from framework.serde.catalogue import decoder_for
 from framework.streaming.injector import Injector
 from framework.testing import Harness
 from tests import support_joins as joins
