@@ -59,16 +59,16 @@ from framework.backfill.plan import (
     backfill_topic_spec,
     co_partitioned,
     done_key,
+)
+from framework.backfill.planning import (
     end_watermark,
     journal_ends,
     lag_of,
-    read_backfill_topic,
     resolve_ranges,
     start_watermarks,
-    write_plan,
 )
 from framework.backfill.session import spark_version
-from framework.backfill.stored_plan import check_stored
+from framework.backfill.stored_plan import check_stored, read_backfill_topic, write_plan
 from framework.backfill.task import TaskSettings, run_task
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms

@@ -29,10 +29,9 @@ from framework.backfill.plan import (
     backfill_topic,
     backfill_topic_spec,
     done_key,
-    read_backfill_topic,
-    write_plan,
 )
 from framework.backfill.session import session
+from framework.backfill.stored_plan import read_backfill_topic, write_plan
 from framework.core.pipeline import PipelineError
 from framework.kafka.collector import ID_HEADER
 from framework.kafka.topics import ensure_topics
