@@ -1,5 +1,5 @@
-"""Making a backfill plan (backfill/plan.py): where the computation stands, as Kafka says it
-now.
+"""Making a backfill plan (backfill/plan.py) from where the computation stands, as Kafka says
+it now and as Spark reads the range.
 
 Per topic-partition it consumes, the range runs from the group's committed offset (else
 `--from`) to `--until` (fixed when the plan is made), and on the `.by-key` topics from the
@@ -11,15 +11,18 @@ ends at the input watermark the data and the watermark channels say the range re
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from framework.backfill.plan import Range, input_topics
+from framework.backfill.frames import max_timestamps
+from framework.backfill.plan import Plan, Range, co_partitioned, input_topics
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
 from framework.core.dead_letters import undecodable
 from framework.core.forgery import DEFAULT_ALLOWANCE_MS, check_mark, pipeline_allowance
+from framework.core.future_records import future_limits
 from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import (
     Mark,
@@ -28,8 +31,63 @@ from framework.core.watermarks import (
     partition_watermark,
     task_producer,
 )
-from framework.kafka.config import reader_group
+from framework.kafka.config import consumer_config, reader_group
 from framework.kafka.topic_ends import offset_at, parse_point, read_compacted
+
+
+def make_plan(
+    spark: Any,
+    pipeline: Pipeline,
+    spec: ComputationSpec,
+    bootstrap: str,
+    kafka: dict,
+    start: str,
+    until: str,
+    tasks: int | None,
+    arrow: bool,
+) -> Plan:
+    """The plan of a backfill of `spec` from where it stands now, its input streams read from
+    `start` where the group has no committed offset to `until`; split into `tasks`, else a task
+    per partition of an input read by its Kafka key (on the Arrow path), else Spark's default
+    parallelism, and never into more tasks than it has rows."""
+    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
+    try:
+        ranges = resolve_ranges(consumer, spec, start, until)
+        changelog_end = journal_ends(consumer, spec.changelog, spec.partitions)
+        timers_end = journal_ends(consumer, spec.timers, spec.partitions)
+        ids_end = journal_ends(consumer, spec.ids, spec.partitions) if spec.dedup else {}
+    finally:
+        consumer.close()
+    lag = lag_of(pipeline, spec)
+    bounded = _bounded(pipeline, spec)
+    wall = now_ms()  # the plan's wall time: what is from the future is so for all its tasks
+    limits = future_limits(pipeline, [i.stream for i in spec.inputs], wall)
+    highs = max_timestamps(spark, ranges, bootstrap, kafka, limits) if bounded else {}
+    starts, _ = start_watermarks(bootstrap, spec, kafka)
+    end = end_watermark(pipeline, spec, ranges, highs, bootstrap, kafka)
+    plan = Plan(
+        computation=spec.name,
+        ranges=ranges,
+        # input keyed by its producer: a task per partition, no shuffle (frames.events)
+        tasks=tasks
+        or (arrow and co_partitioned(ranges))
+        or max(1, spark.sparkContext.defaultParallelism),
+        changelog_end=changelog_end,
+        timers_end=timers_end,
+        ids_end=ids_end,
+        start_watermarks=starts,
+        end_watermark=end,
+        lag=lag,
+        created_at=wall,
+    )
+    # no task that could be given nothing (and a stored plan with more is refused)
+    return replace(plan, tasks=min(plan.tasks, plan.most_tasks()))
+
+
+def _bounded(pipeline: Pipeline, spec: ComputationSpec) -> bool:
+    """Whether some input's watermark follows its data (so the range's timestamps matter)."""
+    policies = [getattr(pipeline.sources.get(i.stream), "watermark", None) for i in spec.inputs]
+    return any(isinstance(p, BoundedOutOfOrderness) for p in policies)
 
 
 def resolve_ranges(

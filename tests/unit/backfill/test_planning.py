@@ -1,6 +1,6 @@
 """Making a backfill plan without a broker (backfill/planning.py): the input watermark at the
-end of the range and how far it trails the data, and which marks of a watermark channel it
-believes. The reads of Kafka are
+end of the range and how far it trails the data, which inputs make the plan read the range's
+timestamps, and which marks of a watermark channel it believes. The reads of Kafka are
 tests/integration/test_backfill*.py."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from prometheus_client import REGISTRY
 
 from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
 from framework.backfill.plan import Range
-from framework.backfill.planning import end_watermark, genuine_marks, lag_of
+from framework.backfill.planning import _bounded, end_watermark, genuine_marks, lag_of
 from framework.core.clock import now_ms
 from framework.core.watermarks import Mark, encode_mark
+from tests.unit.backfill.test_driver import pipeline
 
 
 class Nothing(Computation):
@@ -49,6 +50,11 @@ def test_a_partition_whose_records_are_all_beyond_the_allowance_is_idle_at_the_e
     highs = {("in", 0): 50_000}  # partition 1 holds one record, from the future
     assert end_watermark(pipeline, pipeline["count"], ranges, highs, "unused:1", None) == 48_000
     assert end_watermark(pipeline, pipeline["count"], ranges[1:], {}, "unused:1", None) is None
+
+
+def test_only_an_input_whose_watermark_follows_its_data_needs_the_ranges_timestamps():
+    p = pipeline()
+    assert _bounded(p, p["c"]) and not _bounded(p, p["q"])
 
 
 def test_a_mark_that_does_not_decode_or_claims_a_time_beyond_the_allowance_is_skipped_and_counted():
