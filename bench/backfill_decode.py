@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.wire_codecs import MockSource  # noqa: E402
 from framework.kafka.record_decoding import decode_record  # noqa: E402
-from framework.serde.codecs import default_schemas  # noqa: E402
+from framework.serde.catalogue import default_schemas  # noqa: E402
 from framework.serde.confluent import WireFormat  # noqa: E402
 
 NAME = "wordcount.WordCount"

@@ -34,7 +34,7 @@ from bench.bare_loop import BATCH, arguments, stop_on_signals  # noqa: E402
 from framework.core.context import production_id  # noqa: E402
 from framework.kafka.collector import ID_HEADER  # noqa: E402
 from framework.kafka.config import consumer_config, producer_config  # noqa: E402
-from framework.serde.codecs import encoder_for  # noqa: E402
+from framework.serde.catalogue import encoder_for  # noqa: E402
 from framework.streaming.membership import DEFAULT_COMMIT_INTERVAL_MS  # noqa: E402
 
 

@@ -36,7 +36,7 @@ from framework.core.api import Record  # noqa: E402
 from framework.core.executor import Executor  # noqa: E402
 from framework.core.keyed_state import MemoryStateBackend  # noqa: E402
 from framework.core.timers import MemoryTimerBackend  # noqa: E402
-from framework.serde.codecs import encode_json  # noqa: E402
+from framework.serde.json_codec import encode_json  # noqa: E402
 
 ORDERS, PAYMENTS = "orders", "payments"
 

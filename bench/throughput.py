@@ -85,7 +85,8 @@ from fastavro import schemaless_reader  # noqa: E402
 from bench import common, peers, verify  # noqa: E402
 from framework import Dedup, Pipeline  # noqa: E402
 from framework.jvm.process import any_free_port  # noqa: E402
-from framework.serde.codecs import MARKER, default_schemas  # noqa: E402
+from framework.serde.avro_codec import MARKER  # noqa: E402
+from framework.serde.catalogue import default_schemas  # noqa: E402
 from jobs.wordcount import CountWords  # noqa: E402
 from tests.support import Job  # noqa: E402
 

@@ -21,7 +21,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from framework.serde.codecs import default_schemas
+from framework.serde.catalogue import default_schemas
 from framework.serde.confluent import WireFormat, registered_form
 
 

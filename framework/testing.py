@@ -33,7 +33,7 @@ from framework.core.percentile import percentile_watermark
 from framework.core.pipeline import ComputationSpec, Pipeline
 from framework.core.timers import MemoryTimerBackend
 from framework.errors import BadRecord, UsageError
-from framework.serde.codecs import decoder_for, encoder_for
+from framework.serde.catalogue import decoder_for, encoder_for
 
 
 class DeadLetter(NamedTuple):

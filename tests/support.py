@@ -344,7 +344,7 @@ class Wordcount:
     def read_counts(self, timeout: float = 120, expect: int | None = None) -> list[tuple[str, int]]:
         """The committed counts, once `expect` (default: one per word seen) have come, read on
         to the output's end: every duplicate committed by then too."""
-        from framework.serde.codecs import decoder_for
+        from framework.serde.catalogue import decoder_for
 
         decode = decoder_for("wordcount.WordCount")
         msgs = read_topic(

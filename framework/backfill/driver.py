@@ -45,38 +45,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.backfill import arrow as on_arrow
 from framework.backfill.authentication import driver_settings
 from framework.backfill.frames import events as frames
-from framework.backfill.frames import max_timestamps
-from framework.backfill.plan import (
-    PLAN_KEY,
-    Plan,
-    backfill_topic,
-    backfill_topic_spec,
-    co_partitioned,
-    done_key,
-    end_watermark,
-    journal_ends,
-    lag_of,
-    read_backfill_topic,
-    resolve_ranges,
-    start_watermarks,
-    write_plan,
-)
+from framework.backfill.plan import PLAN_KEY, Plan, backfill_topic, backfill_topic_spec, done_key
+from framework.backfill.planning import make_plan, start_watermarks
 from framework.backfill.session import spark_version
-from framework.backfill.stored_plan import check_stored
+from framework.backfill.stored_plan import check_stored, read_backfill_topic, write_plan
 from framework.backfill.task import TaskSettings, run_task
 from framework.core.api import MIN_TIME
-from framework.core.clock import now_ms
 from framework.core.forgery import pipeline_allowance
-from framework.core.future_records import future_limits
-from framework.core.pipeline import BoundedOutOfOrderness, ComputationSpec, Pipeline, PipelineError
+from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import Mark, encode_mark, naming_all, task_producer
-from framework.kafka.config import client_config, consumer_config
+from framework.kafka.config import client_config
 from framework.kafka.groups import commit_metadata, commit_with_offsets, refuse_live_members
 from framework.kafka.registry_settings import RegistrySettings, resolve
 from framework.kafka.stream_codecs import check_registry
@@ -169,7 +153,7 @@ def backfill(
         if resumed:
             log.info("%s: finishing the backfill plan %s left unfinished", spec.group, plan.id)
         else:
-            plan = _make_plan(spark, pipeline, spec, bootstrap, kafka, start, until, tasks, arrow)
+            plan = make_plan(spark, pipeline, spec, bootstrap, kafka, start, until, tasks, arrow)
             write_plan(bootstrap, spec, plan, kafka)
         timeline.append(("plan", time.monotonic() - began))
         results = _run(spark, pipeline, spec, plan, bootstrap, kafka, registry, progress, arrow)
@@ -213,58 +197,7 @@ def _log_timeline(group: str, timeline: list, results: list[dict], wall: float) 
     log.info("backfill %s timeline (s): %s", group, line)
 
 
-# -- the plan -------------------------------------------------------------------------------
-
-
-def _make_plan(
-    spark: Any,
-    pipeline: Pipeline,
-    spec: ComputationSpec,
-    bootstrap: str,
-    kafka: dict,
-    start: str,
-    until: str,
-    tasks: int | None,
-    arrow: bool,
-) -> Plan:
-    consumer = Consumer(consumer_config(bootstrap, reader=spec.group, extra=kafka))
-    try:
-        ranges = resolve_ranges(consumer, spec, start, until)
-        changelog_end = journal_ends(consumer, spec.changelog, spec.partitions)
-        timers_end = journal_ends(consumer, spec.timers, spec.partitions)
-        ids_end = journal_ends(consumer, spec.ids, spec.partitions) if spec.dedup else {}
-    finally:
-        consumer.close()
-    lag = lag_of(pipeline, spec)
-    bounded = _bounded(pipeline, spec)
-    wall = now_ms()  # the plan's wall time: what is from the future is so for all its tasks
-    limits = future_limits(pipeline, [i.stream for i in spec.inputs], wall)
-    highs = max_timestamps(spark, ranges, bootstrap, kafka, limits) if bounded else {}
-    starts, _ = start_watermarks(bootstrap, spec, kafka)
-    end = end_watermark(pipeline, spec, ranges, highs, bootstrap, kafka)
-    plan = Plan(
-        computation=spec.name,
-        ranges=ranges,
-        # input keyed by its producer: a task per partition, no shuffle (frames.events)
-        tasks=tasks
-        or (arrow and co_partitioned(ranges))
-        or max(1, spark.sparkContext.defaultParallelism),
-        changelog_end=changelog_end,
-        timers_end=timers_end,
-        ids_end=ids_end,
-        start_watermarks=starts,
-        end_watermark=end,
-        lag=lag,
-        created_at=wall,
-    )
-    # no task that could be given nothing (and a stored plan with more is refused)
-    return replace(plan, tasks=min(plan.tasks, plan.most_tasks()))
-
-
-def _bounded(pipeline: Pipeline, spec: ComputationSpec) -> bool:
-    """Whether some input's watermark follows its data (so the range's timestamps matter)."""
-    policies = [getattr(pipeline.sources.get(i.stream), "watermark", None) for i in spec.inputs]
-    return any(isinstance(p, BoundedOutOfOrderness) for p in policies)
+# -- running the plan -----------------------------------------------------------------------
 
 
 def _run(spark: Any, pipeline: Pipeline, spec: ComputationSpec, plan: Plan, bootstrap: str,

@@ -1,5 +1,6 @@
-"""An unfinished backfill plan read back from the `.backfill` topic, checked against the
-computation and its topics as they are before a backfill finishes it.
+"""The backfill plan as stored on the computation's `.backfill` topic: written before any task
+runs, read back with the tasks' completion records, and, when a backfill finds it unfinished,
+checked against the computation and its topics as they are before the backfill finishes it.
 
 `Plan.from_json` checks that a plan is well formed; this checks that it is this computation's:
 its name; exactly the topics its backfill reads (`plan.input_topics`), each with every
@@ -16,14 +17,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
-from framework.backfill.plan import Plan, PlanError, backfill_topic, input_topics
-from framework.core.pipeline import ComputationSpec
-from framework.kafka.config import consumer_config
+from framework.backfill.plan import PLAN_KEY, Plan, PlanError, backfill_topic, input_topics
+from framework.core.part import reader_group
+from framework.core.pipeline import ComputationSpec, PipelineError
+from framework.kafka.config import consumer_config, producer_config
+from framework.kafka.topic_ends import read_compacted
 
 Ends = Callable[[str], list[int] | None]
 """A topic's end offsets now, one per partition (None: no such topic)."""
+
+
+def read_backfill_topic(bootstrap: str, topic: str, kafka: dict | None = None) -> dict[str, bytes]:
+    """The latest value per key of the backfill topic (read_committed), tombstones removed."""
+    # the topic is `<group>.backfill` (backfill_topic): read as the group's readers are
+    return read_compacted(bootstrap, topic, reader_group(topic.removesuffix(".backfill")), kafka)
+
+
+def write_plan(bootstrap: str, spec: ComputationSpec, plan: Plan, kafka: dict | None) -> None:
+    """Store `plan` as the computation's plan, before any of its tasks runs."""
+    producer = Producer(producer_config(bootstrap, extra=kafka))
+    producer.produce(backfill_topic(spec), plan.to_json(), PLAN_KEY.encode(), partition=0)
+    if producer.flush(30):
+        raise PipelineError(f"could not write the plan to {backfill_topic(spec)}")
 
 
 def check_stored(plan: Plan, spec: ComputationSpec, bootstrap: str, kafka: dict | None) -> None:

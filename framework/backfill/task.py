@@ -26,7 +26,8 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from framework.backfill.global_tables import read_global_tables
-from framework.backfill.plan import done_key, read_backfill_topic
+from framework.backfill.plan import done_key
+from framework.backfill.stored_plan import read_backfill_topic
 from framework.core.api import EVENT, Record
 from framework.core.clock import now_ms
 from framework.core.dead_letters import ErrorPolicy, reason_class

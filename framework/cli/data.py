@@ -45,7 +45,7 @@ def schemas_check(args: argparse.Namespace) -> int:
     """Every version of every type against the one before it, both ways (Avro resolution),
     and against a registry's latest versions with --registry (kafka/registry_compat.py)."""
     from framework.kafka.registry_settings import at_url
-    from framework.serde.codecs import load_schemas
+    from framework.serde.catalogue import load_schemas
     from framework.serde.compat import check
 
     schemas = load_schemas()

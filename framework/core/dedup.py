@@ -33,7 +33,8 @@ from framework.core.api import MIN_TIME, Record
 from framework.core.bloom import SLICES, Generations, Probes, item_hash, probes_of
 from framework.core.declarations import PipelineError
 from framework.errors import BadRecord
-from framework.serde.codecs import decode_json, decoder_for, encode_json, encoder_for
+from framework.serde.catalogue import decoder_for, encoder_for
+from framework.serde.json_codec import decode_json, encode_json
 
 SEGMENT_IDS = 1_000
 """Ids per journal segment at most (a segment of 1,000 ids of 200 bytes fits in 1 MB)."""

@@ -27,7 +27,8 @@ from framework.core.metrics import (
 from framework.core.pipeline import ComputationSpec
 from framework.core.timers import TimerService
 from framework.errors import BadRecord, LateRecord, Retry, UsageError
-from framework.serde.codecs import decoder_for, encode_json_vetted, encoder_for
+from framework.serde.catalogue import decoder_for, encoder_for
+from framework.serde.json_codec import encode_json_vetted
 
 
 class TimerBackend(Protocol):

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Iterator
 
 from framework.core.api import EVENT, PROCESSING, Timer
-from framework.serde.codecs import decoder_for, encoder_for
+from framework.serde.catalogue import decoder_for, encoder_for
 
 
 class TimerService:

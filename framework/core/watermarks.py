@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from framework.core.api import MIN_TIME
 from framework.core.clock import now_ms
 from framework.core.pipeline import BoundedOutOfOrderness, InjectorWatermark, Pipeline
-from framework.serde.codecs import decoder_for, encoder_for
+from framework.serde.catalogue import decoder_for, encoder_for
 
 WATERMARK_SCHEMA = "logwheel.Watermark"
 Offsets = dict[tuple[str, int], int]

@@ -24,7 +24,7 @@ from framework.kafka.limits import TopicLimits
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.replays import REPLAY_HEADERS
 from framework.kafka.stream_codecs import stream_encoder
-from framework.serde.codecs import encode_json
+from framework.serde.json_codec import encode_json
 
 ERROR_HEADERS = (
     "logwheel.error",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.schema_registry import connect
-from framework.serde.codecs import Schemas
+from framework.serde.catalogue import Schemas
 from framework.serde.compat import against, directions, full_name
 from framework.serde.confluent import registered_form
 

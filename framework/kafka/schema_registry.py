@@ -51,7 +51,8 @@ from framework.kafka.registry_settings import (
     check_transport,
     redact,
 )
-from framework.serde.codecs import DecodeError, default_schemas
+from framework.serde.catalogue import default_schemas
+from framework.serde.codecs import DecodeError
 from framework.serde.confluent import WireFormat
 
 __all__ = [

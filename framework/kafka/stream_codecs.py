@@ -5,7 +5,7 @@ has a registry: a source without a schema is then read as its writers wrote it, 
 `format="json"` keeps a stream JSON).
 
 The streaming tasks, table replicas and `ChangelogTable` ask here instead of
-`framework.serde.codecs` directly: the wire format needs a registry client, which lives at this
+`framework.serde.catalogue` directly: the wire format needs a registry client, which lives at this
 layer (the serde layer imports no Kafka client).
 `settings` is the `[registry]` table of the run's config file, if any; the registry itself is
 resolved from it, the pipeline and the environment (framework/kafka/registry_settings.py).
@@ -24,7 +24,8 @@ from framework.kafka.schema_registry import (
     connect,
     wire_format,
 )
-from framework.serde.codecs import Decoder, Encoder, decoder_for, default_schemas, encoder_for
+from framework.serde.catalogue import decoder_for, default_schemas, encoder_for
+from framework.serde.codecs import Decoder, Encoder
 from framework.serde.confluent import MAGIC
 
 _MAGIC = bytes([MAGIC])

@@ -1,6 +1,6 @@
 """Reading topics: where a point in a partition lies, where a partition ends, and reading
-partitions to their end — the one way every reader of a journal, table, channel or plan
-knows it has read everything there is."""
+partitions to their end (a compacted topic's latest value per key among them) — the one way
+every reader of a journal, table, channel or plan knows it has read everything there is."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from confluent_kafka import (
+    OFFSET_BEGINNING,
     Consumer,
     IsolationLevel,
     KafkaError,
@@ -22,6 +23,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from framework.core.pipeline import PipelineError
 from framework.errors import Rejoin
+from framework.kafka.config import consumer_config
 from framework.kafka.errors import Unreachable, check, reaching_kafka
 
 POINTS = ("earliest", "latest")
@@ -289,3 +291,29 @@ def read_to_end(
             raise Unreachable(f"{sorted(ends.pending)} not read to their end in {timeout:.0f} s")
         apply(ends.records(consumer.consume(batch, 0.1)))
         ends.check_positions()
+
+
+def read_compacted(
+    bootstrap: str, topic: str, reader: str, kafka: dict | None = None
+) -> dict[str, bytes]:
+    """Latest value per key of partition 0 of a compacted topic, up to its current end;
+    `reader` is the consumer's group id (`kafka.reader_group`)."""
+    consumer = Consumer(consumer_config(bootstrap, reader=reader, extra=kafka))
+    latest: dict[str, bytes] = {}
+
+    def apply(msgs: list) -> None:
+        for msg in msgs:
+            key = msg.key().decode() if msg.key() else ""
+            if msg.value() is None:
+                latest.pop(key, None)
+            else:
+                latest[key] = msg.value()
+
+    try:
+        ends = Ends(consumer)
+        ends.add([(topic, 0)])
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        read_to_end(ends, apply)
+    finally:
+        consumer.close()
+    return latest

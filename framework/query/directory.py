@@ -25,7 +25,7 @@ from framework.kafka.config import client_config, consumer_config, producer_conf
 from framework.kafka.errors import Unreachable
 from framework.kafka.topic_ends import Ends, read_to_end
 from framework.kafka.topics import COMPACT, TopicSpec, ensure_topics
-from framework.serde.codecs import decoder_for, encoder_for
+from framework.serde.catalogue import decoder_for, encoder_for
 
 SCHEMA = "logwheel.ServingAddress"
 _encode = encoder_for(SCHEMA)

@@ -40,7 +40,7 @@ from framework.query.placement import partition_of
 from framework.query.replicas import Replicas
 from framework.query.routing import NotServed, Router
 from framework.query.settings import ServeSettings, advertised
-from framework.serde.codecs import decoder_for
+from framework.serde.catalogue import decoder_for
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_S = 1

@@ -47,13 +47,14 @@ from typing import Any
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from framework.backfill.plan import read_compacted, start_watermarks
+from framework.backfill.planning import start_watermarks
 from framework.backfill.session import session
 from framework.core.part import reader_group
 from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.core.watermarks import encode_mark
 from framework.kafka.config import client_config, producer_config
 from framework.kafka.groups import commit_metadata, commit_with_offsets, refuse_live_members
+from framework.kafka.topic_ends import read_compacted
 from framework.kafka.topics import (
     COMPACT,
     DELETE,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from framework.serde.codecs import Schemas
+from framework.serde.catalogue import Schemas
 
 PROMOTIONS = {
     "int": {"long", "float", "double"},

@@ -28,8 +28,10 @@ from fastavro import schemaless_reader
 from fastavro.schema import parse_schema
 
 from framework.errors import ConfigurationError
+from framework.serde.avro_codec import avro_encoder
 from framework.serde.bounds import Check, OutOfBounds, Truncated, bound, refusal
-from framework.serde.codecs import DecodeError, Decoder, Encoder, Schemas, avro_encoder
+from framework.serde.catalogue import Schemas
+from framework.serde.codecs import DecodeError, Decoder, Encoder
 from framework.serde.schemas import self_contained
 
 MAGIC = 0

@@ -17,7 +17,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from changelog import ChangelogTable
-from framework.serde.codecs import decoder_for, encoder_for
+from framework.serde.catalogue import decoder_for, encoder_for
 from jobs.demo import add_target, clean_slate, demo_bootstrap, start_job
 from jobs.enrich import pipeline
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from framework.core.clock import now_ms
-from framework.serde.codecs import decoder_for
+from framework.serde.catalogue import decoder_for
 from jobs.demo import add_target, clean_slate, demo_bootstrap, start_job
 from jobs.zeitgeist import pipeline
 from jobs.zeitgeist.generator import planted

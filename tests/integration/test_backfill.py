@@ -29,15 +29,14 @@ from framework.backfill.plan import (
     backfill_topic,
     backfill_topic_spec,
     done_key,
-    read_backfill_topic,
-    write_plan,
 )
 from framework.backfill.session import session
+from framework.backfill.stored_plan import read_backfill_topic, write_plan
 from framework.core.pipeline import PipelineError
 from framework.kafka.collector import ID_HEADER
 from framework.kafka.topics import ensure_topics
 from framework.ops.reset import reset
-from framework.serde.codecs import decoder_for
+from framework.serde.catalogue import decoder_for
 from framework.streaming.injector import Injector
 from framework.testing import Harness
 from tests import support_joins as joins

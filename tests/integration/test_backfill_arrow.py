@@ -18,8 +18,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from framework.backfill.driver import backfill
-from framework.backfill.plan import PLAN_KEY, Plan, backfill_topic, read_backfill_topic
+from framework.backfill.plan import PLAN_KEY, Plan, backfill_topic
 from framework.backfill.session import session
+from framework.backfill.stored_plan import read_backfill_topic
 from framework.ops.reset import reset
 from framework.testing import Harness
 from tests.integration.test_backfill import T0, inject, queries, windows_job

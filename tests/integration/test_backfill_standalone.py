@@ -15,7 +15,7 @@ import pytest
 from framework.backfill.driver import backfill
 from framework.backfill.session import session
 from framework.backfill.standalone import client_conf, standalone
-from framework.serde.codecs import decoder_for
+from framework.serde.catalogue import decoder_for
 from tests.support import Wordcount, produce, read_topic, wait_for
 from tests.support_spark import rpc_connects
 

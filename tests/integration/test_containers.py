@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from framework.core.clock import now_ms
-from framework.serde.codecs import decoder_for
+from framework.serde.catalogue import decoder_for
 from framework.streaming.loading import load_pipeline
 from tests.support import read_topic
 from tests.support_containers import ENV, build_image, missing, podman, podman_compose

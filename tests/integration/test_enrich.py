@@ -13,7 +13,7 @@ from confluent_kafka import Producer
 
 from changelog import ChangelogTable
 from framework.core.pipeline import Pipeline, PipelineError
-from framework.serde.codecs import decoder_for, encoder_for
+from framework.serde.catalogue import decoder_for, encoder_for
 from framework.streaming.runner import Runner
 from tests.support import UniqueJob, read_topic, wait_for
 

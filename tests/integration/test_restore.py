@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from framework.ops.reset import reset
-from framework.serde.codecs import decoder_for
+from framework.serde.catalogue import decoder_for
 from tests.support import Wordcount, read_topic, wait_until_resettable
 
 pytestmark = pytest.mark.timeout(600)

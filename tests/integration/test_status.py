@@ -15,7 +15,8 @@ from confluent_kafka import Producer
 from fastavro import schemaless_writer
 
 from framework.core.clock import now_ms
-from framework.serde.codecs import MARKER, default_schemas
+from framework.serde.avro_codec import MARKER
+from framework.serde.catalogue import default_schemas
 from framework.streaming.injector import Injector
 from tests.support import REPO, import_job, job_source, start_job, unique_name, wait_for, write_job
 

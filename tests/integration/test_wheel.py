@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from framework.serde.codecs import load_schemas
+from framework.serde.catalogue import load_schemas
 from tests.support import REPO, produce, read_topic, unique_name, wait_for
 
 pytestmark = pytest.mark.timeout(1200)

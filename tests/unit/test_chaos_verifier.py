@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from framework.core.watermarks import Mark, encode_mark
-from framework.serde.codecs import encoder_for
+from framework.serde.catalogue import encoder_for
 from tests.chaos.seeded import verifier
 from tests.chaos.seeded.cluster import ClusterBroker, Outage, hanging_rows
 from tests.chaos.seeded.run import OutputSampler

@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 # conventions for wrong argument types and for abstract methods, and two ValueErrors caught in
 # the very function that raises them (turned into an `EncodeError` naming the field).
 BUILTIN_KEPT = {"TypeError", "KeyError", "NotImplementedError"}
-CAUGHT_WHERE_RAISED = {("framework/serde/codecs.py", "ValueError"): 2}
+CAUGHT_WHERE_RAISED = {("framework/serde/avro_codec.py", "ValueError"): 2}
 
 
 def _modules() -> list[str]:

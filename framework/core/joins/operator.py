@@ -36,7 +36,7 @@ from typing import Any
 
 from framework.core.api import Computation, Context, Record, Timer
 from framework.errors import BadRecord, LateRecord
-from framework.serde.codecs import encode_json as _encode
+from framework.serde.json_codec import encode_json as _encode
 
 HOWS = ("inner", "left", "outer")
 LEFT, RIGHT = "l", "r"

@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from framework.core.watermarks import decode_mark
-from framework.serde.codecs import DecodeError, decoder_for
+from framework.serde.catalogue import decoder_for
+from framework.serde.codecs import DecodeError
 from tests.chaos.windows_job import BUCKET, WINDOW
 from tests.support import read_topic
 

@@ -37,7 +37,7 @@ import time
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from framework.serde.codecs import encoder_for
+from framework.serde.catalogue import encoder_for
 from framework.streaming.injector import Injector
 from tests.chaos.windows_job import WINDOW
 

@@ -1,13 +1,13 @@
 """The backfill driver's decisions around Spark and Kafka (backfill/driver.py): the marks it
-hands over to streaming, what its summary counts, which inputs make it read timestamps, and
-what it refuses before anything starts. The run itself is tests/integration/test_backfill*.py."""
+hands over to streaming, what its summary counts, and what it refuses before anything
+starts. The run itself is tests/integration/test_backfill*.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from framework import BoundedOutOfOrderness, Computation, InjectorWatermark, Percentile, Pipeline
-from framework.backfill.driver import _bounded, backfill, hand_over_marks, summary_of
+from framework.backfill.driver import backfill, hand_over_marks, summary_of
 from framework.backfill.plan import Plan, Range
 from framework.core.api import MIN_TIME
 from framework.core.pipeline import PipelineError
@@ -90,11 +90,6 @@ def test_the_summary_counts_the_tasks_this_run_ran_and_the_ones_it_skipped():
     assert line.startswith("backfill bf.c: 15 records in, 8 out, 6 keys, 2 dead letters, 2.0 s")
     assert "8 records/s" in line and "1 tasks were done" in line
     assert "tasks were done" not in summary_of(plan(0), [], 0.0, resumed=False).line("bf.c")
-
-
-def test_only_an_input_whose_watermark_follows_its_data_needs_the_ranges_timestamps():
-    p = pipeline()
-    assert _bounded(p, p["c"]) and not _bounded(p, p["q"])
 
 
 def test_a_computation_with_tables_is_refused_before_spark_or_kafka_is_asked():

@@ -1,15 +1,16 @@
-"""The backfill's plan without a broker: its JSON form (what a rerun reads back), its id
-(what the tasks' transactional ids derive from) and the watermark at the end of the range."""
+"""The backfill's plan without a broker (backfill/plan.py): its JSON form (what a rerun reads
+back) and the checks of it, its id (what the tasks' transactional ids derive from), and the
+split that needs no shuffle."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
-from framework.backfill.driver import backfill
-from framework.backfill.plan import Plan, Range, co_partitioned, end_watermark, lag_of
+from framework import Computation, Pipeline, key_by
+from framework.backfill.plan import Plan, PlanError, Range, co_partitioned, input_topics
 from framework.core.api import MIN_TIME
-from framework.core.pipeline import PipelineError
 
 
 class Nothing(Computation):
@@ -44,34 +45,6 @@ def test_the_id_follows_the_ranges_and_the_split_only():
     assert plan(ranges=(Range("in", 0, 5, 91, "in", False),)).id != plan().id
 
 
-def test_the_end_watermark_of_a_bounded_source_is_its_slowest_partition_with_records():
-    pipeline = Pipeline("p").source("in", watermark=BoundedOutOfOrderness(ms=2_000))
-    pipeline.computation("count", Nothing, inputs={"in": key_by("k")})
-    spec = pipeline["count"]
-    ranges = (
-        Range("in", 0, 0, 10, "in", False),
-        Range("in", 1, 0, 10, "in", False),
-        Range("in", 2, 4, 4, "in", False),  # nothing to read: idle, not holding it back
-    )
-    highs = {("in", 0): 50_000, ("in", 1): 30_000}
-    assert end_watermark(pipeline, spec, ranges, highs, "unused:1", None) == 28_000
-    assert lag_of(pipeline, spec) == 2_000
-
-
-def test_an_unwatermarked_source_leaves_the_end_watermark_unknown():
-    pipeline = Pipeline("p").source("in")
-    pipeline.computation("count", Nothing, inputs={"in": None})
-    ranges = (Range("in", 0, 0, 10, "in", True),)
-    assert end_watermark(pipeline, pipeline["count"], ranges, {}, "unused:1", None) is None
-
-
-def test_a_computation_with_tables_is_refused_at_start_naming_the_way_out():
-    pipeline = Pipeline("p").source("in")
-    pipeline.computation("join", Nothing, inputs={"in": None}, tables={"t": "p.other.changelog"})
-    with pytest.raises(PipelineError, match="logwheel reset"):
-        backfill(pipeline, "join", bootstrap="unused:1")
-
-
 def test_input_keyed_by_its_producer_is_read_a_task_per_partition_without_a_shuffle():
     keyed = (Range("words", 0, 0, 9, "words", True), Range("words", 1, 4, 7, "words", True))
     assert co_partitioned(keyed) == 2
@@ -102,10 +75,6 @@ def test_input_keyed_by_its_producer_is_read_a_task_per_partition_without_a_shuf
 def test_a_stored_plan_that_logwheel_could_not_have_written_is_refused_naming_the_fix(
     change, message
 ):
-    import json
-
-    from framework.backfill.plan import PlanError
-
     doc = json.loads(plan().to_json())
     change(doc)
     with pytest.raises(PlanError, match=f"not one logwheel wrote \\(.*{message}.*delete the"):
@@ -114,12 +83,12 @@ def test_a_stored_plan_that_logwheel_could_not_have_written_is_refused_naming_th
         Plan.from_json(b"[1, 2]")
 
 
-def test_a_partition_whose_records_are_all_beyond_the_allowance_is_idle_at_the_end():
-    """`max_timestamps` leaves such records out, so such a partition has no high: it neither
-    holds the end watermark back nor pushes it forward, as in streaming."""
-    pipeline = Pipeline("p").source("in", watermark=BoundedOutOfOrderness(ms=2_000))
-    pipeline.computation("count", Nothing, inputs={"in": None})
-    ranges = (Range("in", 0, 0, 10, "in", True), Range("in", 1, 0, 1, "in", True))
-    highs = {("in", 0): 50_000}  # partition 1 holds one record, from the future
-    assert end_watermark(pipeline, pipeline["count"], ranges, highs, "unused:1", None) == 48_000
-    assert end_watermark(pipeline, pipeline["count"], ranges[1:], {}, "unused:1", None) is None
+def test_a_backfill_reads_each_input_and_the_by_key_topic_of_each_input_it_re_keys():
+    pipeline = Pipeline("p").source("in").source("keyed")
+    pipeline.computation("count", Nothing, inputs={"in": key_by("k"), "keyed": None})
+    spec = pipeline["count"]
+    assert input_topics(spec) == {
+        "in": ("in", False),
+        spec.by_key("in"): ("in", True),
+        "keyed": ("keyed", True),
+    }

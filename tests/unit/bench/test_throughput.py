@@ -7,7 +7,7 @@ import collections
 import json
 
 from bench import throughput
-from framework.serde.codecs import encoder_for
+from framework.serde.catalogue import encoder_for
 
 
 class Msg:

@@ -11,7 +11,7 @@ from fastavro import parse_schema, schemaless_reader
 from framework.cli.main import main
 from framework.core.api import Timer
 from framework.core.timers import encode_timer
-from framework.serde.codecs import HEADER_SIZE
+from framework.serde.avro_codec import HEADER_SIZE
 
 
 def test_dump_prints_every_own_type_and_one_by_name(capsys):

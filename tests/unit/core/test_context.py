@@ -13,7 +13,7 @@ from framework.core.context import KeyedContext, production_id
 from framework.core.keyed_state import KeyedState, MemoryStateBackend
 from framework.core.timers import TimerService
 from framework.errors import BadRecord, UsageError
-from framework.serde.codecs import decode_json, encode_json
+from framework.serde.json_codec import decode_json, encode_json
 
 
 class Output:

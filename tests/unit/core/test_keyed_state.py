@@ -7,7 +7,7 @@ import pytest
 
 from framework.core.keyed_state import KeyedState
 from framework.errors import BadRecord
-from framework.serde.codecs import decode_json, encode_json
+from framework.serde.json_codec import decode_json, encode_json
 
 
 class _Backend:

@@ -13,7 +13,7 @@ import pytest
 
 from framework.kafka import registry_compat
 from framework.kafka.registry_settings import RegistrySettings
-from framework.serde.codecs import load_schemas
+from framework.serde.catalogue import load_schemas
 
 WORD = {
     "type": "record",

@@ -33,7 +33,8 @@ from framework.kafka.schema_registry import (
     RegistryUnavailable,
     subject_namer,
 )
-from framework.serde.codecs import DecodeError, default_schemas
+from framework.serde.catalogue import default_schemas
+from framework.serde.codecs import DecodeError
 from framework.serde.confluent import WireFormat, frame
 from framework.streaming.loading import registry_settings as from_file
 

@@ -20,13 +20,8 @@ from framework.kafka.schema_registry import (
     RegistryConfigurationError,
     RegistryUnavailable,
 )
-from framework.serde.codecs import (
-    DecodeError,
-    decoder_for,
-    default_schemas,
-    encoder_for,
-    load_schemas,
-)
+from framework.serde.catalogue import decoder_for, default_schemas, encoder_for, load_schemas
+from framework.serde.codecs import DecodeError
 from framework.serde.confluent import WireFormat, frame
 from tests.support import REPO
 from tests.unit.serde.test_confluent import WORD_V1, Memory

@@ -20,7 +20,7 @@ from framework.query.placement import partition_of
 from framework.query.replicas import Replicas
 from framework.query.server import QueryServer, state_path
 from framework.query.settings import ServeSettings
-from framework.serde.codecs import encode_json
+from framework.serde.json_codec import encode_json
 from framework.testing import Harness
 from tests.unit.query.test_replicas import Store
 

@@ -1,7 +1,7 @@
 """Bounds on decoding Avro others wrote (framework/serde/bounds.py): the check each writer
 schema gets once vetted (tests/unit/serde/test_vetting.py), and the walk that refuses a value's
 bytes before fastavro could allocate, loop or recurse without bound on them. The Confluent and
-single-object decoders that use it: tests/unit/serde/test_confluent.py, test_codecs.py; in a
+single-object decoders that use it: tests/unit/serde/test_confluent.py, test_avro_codec.py; in a
 running job: tests/integration/test_confluent_format.py."""
 
 from __future__ import annotations

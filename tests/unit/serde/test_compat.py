@@ -12,7 +12,8 @@ from fastavro import schemaless_writer
 
 from framework.cli.main import main
 from framework.core.watermarks import decode_mark
-from framework.serde.codecs import MARKER, default_schemas, load_schemas
+from framework.serde.avro_codec import MARKER
+from framework.serde.catalogue import default_schemas, load_schemas
 from framework.serde.compat import check
 
 V1 = {

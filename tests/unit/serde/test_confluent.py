@@ -12,7 +12,8 @@ import pytest
 from fastavro import schemaless_writer
 from fastavro.schema import parse_schema
 
-from framework.serde.codecs import DecodeError, EncodeError, load_schemas
+from framework.serde.catalogue import load_schemas
+from framework.serde.codecs import DecodeError, EncodeError
 from framework.serde.confluent import (
     CACHE_SIZE,
     UnknownSchemaId,

@@ -14,7 +14,7 @@ from framework.core.keyed_state import MemoryStateBackend
 from framework.core.pipeline import Pipeline
 from framework.core.timers import MemoryTimerBackend
 from framework.errors import BadRecord
-from framework.serde.codecs import decode_json, encode_json
+from framework.serde.json_codec import decode_json, encode_json
 
 
 class Output:
