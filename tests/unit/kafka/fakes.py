@@ -24,7 +24,7 @@ class FakeProducer:
     def __init__(self, config: dict) -> None:
         self.on_delivery = config.get("on_delivery")
         self.produced: list[tuple] = []  # (topic, key, value, partition, timestamp, headers)
-        self.queued: list[tuple[Message | _Unplaced, Callable]] = []  # with its report's callback
+        self.queued: list[tuple[Message | _Unplaced, Callable | None]] = []  # with its callback
         self.ends: Counter[tuple[str, int]] = Counter()
         self.refuse: dict[str, KafkaError] = {}
         self.full = 0
@@ -46,7 +46,8 @@ class FakeProducer:
     def poll(self, timeout: float = 0) -> int:
         queued, self.queued = self.queued, []
         for msg, report in queued:
-            report(self.refuse.get(msg.topic()), msg)
+            if report is not None:  # a producer without a callback is told nothing
+                report(self.refuse.get(msg.topic()), msg)
         return 0
 
     def flush(self, timeout: float | None = None) -> int:
