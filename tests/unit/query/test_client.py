@@ -142,6 +142,13 @@ def test_no_replica_at_all_is_said_to_be_a_rebalance(monkeypatch):
         c.query("count", "ann")
 
 
+def test_a_partition_only_standbys_hold_is_named_when_no_lag_is_allowed(monkeypatch):
+    c, cluster, _ = client(monkeypatch, [Placement(3, (STANDBY,))], {}, deadline_s=0.01)
+    with pytest.raises(StateUnavailable, match=r"no instance owns partition 3 now \(rebalancing"):
+        c.query("count", "ann")
+    assert cluster.asked == []
+
+
 def test_given_the_pipeline_an_unknown_computation_is_refused_before_any_question(monkeypatch):
     pipeline = Pipeline("shop")
     pipeline.source("clicks")
