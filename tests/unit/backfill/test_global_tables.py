@@ -1,8 +1,9 @@
 """A backfill task's global tables (framework/backfill/global_tables.py), read over a stand-in
 consumer: every partition of each table's topic from its start to its end, the latest value per
 key (a tombstone removing it) or, with history_ms, what a key held as of a time, judged by the
-plan's wall time; a record without a key said and not applied; no consumer at all for a
-computation without global tables. On Spark and Kafka: tests/integration/test_backfill.py."""
+plan's wall time; a record without a key said and not applied; a table whose topic does not
+exist refused; no consumer at all for a computation without global tables. On Spark and
+Kafka: tests/integration/test_backfill.py."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import logging
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING
+from confluent_kafka import OFFSET_BEGINNING, KafkaError
 
 from framework import Computation, GlobalTable, Pipeline
 from framework.backfill import global_tables
 from framework.backfill.global_tables import read_global_tables
 from framework.core.global_tables import TableHistoryExpired
+from framework.core.pipeline import PipelineError
 from tests.unit.state.fakes import FakeLog
 
 DAY = 86_400_000
@@ -39,7 +41,8 @@ PIPELINE.computation("plain", Nothing, inputs={"orders": None})
 
 
 class Topics(FakeLog):
-    """The consumer a backfill task reads its tables with: the logs' topics are its cluster's."""
+    """The consumer a backfill task reads its tables with: the logs' topics are its cluster's.
+    As Kafka's, its metadata of a topic that does not exist is an error and no partition."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -47,7 +50,8 @@ class Topics(FakeLog):
 
     def list_topics(self, topic, timeout=None):
         partitions = dict.fromkeys(p for t, p in self.logs if t == topic)
-        return SimpleNamespace(topics={topic: SimpleNamespace(partitions=partitions)})
+        error = None if partitions else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+        return SimpleNamespace(topics={topic: SimpleNamespace(error=error, partitions=partitions)})
 
     def assign(self, tps):
         self.assigned += [(tp.topic, tp.partition, tp.offset) for tp in tps]
@@ -126,6 +130,13 @@ def test_a_record_without_a_key_is_said_and_not_applied(cluster, caplog):
         names = read(cluster)["names"]
     assert names.get("eur") == {"name": "euro"} and "" not in names
     assert "'names' (fx.names): 1 records without a key not applied" in caplog.text
+
+
+def test_a_table_whose_topic_does_not_exist_is_refused_not_read_empty(cluster):
+    cluster.write("fx.names", 0, (b"eur", value(name="euro")))
+    with pytest.raises(PipelineError, match=r"global table 'rates' from 'fx.rates', which does no"):
+        read(cluster)
+    assert cluster.closed
 
 
 def test_a_computation_without_global_tables_reads_nothing(cluster):
