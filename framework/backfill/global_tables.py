@@ -12,11 +12,11 @@ from __future__ import annotations
 import functools
 import logging
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from framework.core.global_tables import MemoryGlobalTable
 from framework.core.part import reader_group
-from framework.core.pipeline import ComputationSpec, Pipeline
+from framework.core.pipeline import ComputationSpec, Pipeline, PipelineError
 from framework.kafka.config import consumer_config
 from framework.kafka.registry_settings import RegistrySettings
 from framework.kafka.stream_codecs import table_decoder
@@ -76,7 +76,14 @@ def read_global_tables(
             )
             table = tables[name] = MemoryGlobalTable(name, declared.history_ms, decode)
             loading = _Loading(table, topic, wall)
-            meta = consumer.list_topics(topic, timeout=30).topics[topic]
+            meta = consumer.list_topics(topic, timeout=30).topics.get(topic)
+            if meta is None or (
+                meta.error is not None and meta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+            ):  # refused as `run` does (framework/streaming/lifetime.py), never read empty
+                raise PipelineError(
+                    f"{spec.group} reads global table {name!r} from {topic!r}, which does "
+                    "not exist: create the topic (or fix its name)"
+                )
             for p in meta.partitions:
                 loading.positions[p] = 0
                 follower.replicas[(topic, p)] = loading

@@ -88,6 +88,15 @@ class StateClient:
                 why = f"{replica.instance}: {reply.status} {_error(reply.body)}"
             if placement is not None and not placement.replicas:
                 why = f"no instance holds partition {placement.partition} now (rebalancing?)"
+            elif (
+                placement is not None
+                and max_lag is None
+                and not any(replica.active for replica in placement.replicas)
+            ):
+                why = (
+                    f"no instance owns partition {placement.partition} now (rebalancing?); "
+                    "its standbys answer only with max_lag"
+                )
             self.router.forget(computation)
             if time.monotonic() + wait > deadline:
                 raise StateUnavailable(

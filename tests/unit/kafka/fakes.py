@@ -5,6 +5,7 @@ treats it, is tested against a real broker in tests/integration."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import KafkaError, Message
@@ -16,13 +17,14 @@ from framework.kafka.limits import TopicLimits
 
 class FakeProducer:
     """Queues what is produced; `poll` and `flush` deliver it, each topic-partition's offsets
-    counting from 0 (partition -1, the partitioner's choice, is 0 here). `refuse[topic]`: the
-    error each delivery to `topic` fails with; `full`: how many sends meet a full queue."""
+    counting from 0 (partition -1, the partitioner's choice, is 0 here), to the send's own
+    `on_delivery`, else the config's. `refuse[topic]`: the error each delivery to `topic`
+    fails with; `full`: how many sends meet a full queue."""
 
     def __init__(self, config: dict) -> None:
-        self.on_delivery = config["on_delivery"]
+        self.on_delivery = config.get("on_delivery")
         self.produced: list[tuple] = []  # (topic, key, value, partition, timestamp, headers)
-        self.queued: list[Message | _Unplaced] = []
+        self.queued: list[tuple[Message | _Unplaced, Callable | None]] = []  # with its callback
         self.ends: Counter[tuple[str, int]] = Counter()
         self.refuse: dict[str, KafkaError] = {}
         self.full = 0
@@ -38,12 +40,14 @@ class FakeProducer:
         offset = self.ends[(topic, partition)]
         self.ends[(topic, partition)] += 1
         msg = Message(topic=topic, partition=partition, offset=offset, key=key, value=value)
-        self.queued.append(_Unplaced(msg) if self.unplaced else msg)
+        report = on_delivery or callback or self.on_delivery
+        self.queued.append((_Unplaced(msg) if self.unplaced else msg, report))
 
     def poll(self, timeout: float = 0) -> int:
         queued, self.queued = self.queued, []
-        for msg in queued:
-            self.on_delivery(self.refuse.get(msg.topic()), msg)
+        for msg, report in queued:
+            if report is not None:  # a producer without a callback is told nothing
+                report(self.refuse.get(msg.topic()), msg)
         return 0
 
     def flush(self, timeout: float | None = None) -> int:
