@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 from changelog.spark import _to_json
-from framework.serde.codecs import encode_json, encoder_for
+from framework.serde.catalogue import encoder_for
+from framework.serde.json_codec import encode_json
 
 ADDRESS = {"url": "http://h:1", "instance": "i-0", "standby": 1, "keyed_topic": "t",
            "partitions": 2, "started_at": 5}  # fmt: skip
