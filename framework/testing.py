@@ -1,5 +1,5 @@
-"""`Harness`: one computation in process, synchronously, with no broker (CONTRACT.md, "Testing
-without a broker").
+"""`Harness`: one computation in process, synchronously, with no broker (README, "Writing a
+job": testing without a broker).
 
 It drives the same `Executor` as the Kafka task, with in-memory backends and collector, and
 makes the same round trips the Kafka runtime makes: input and output values through the

@@ -35,8 +35,8 @@ INTERNAL_KINDS = ("changelog", "timers", "watermarks", "dlq", "ids", "replay", "
 INTERNAL_KINDS += ("backfill",)  # a computation's backfill plans (framework/backfill/plan.py)
 INTERNAL_KINDS += ("serving",)  # where its instances answer queries (framework/query/directory.py)
 """The last part of every topic a computation, injector or sink keeps for itself under
-`<pipeline>.<owner>.` (CONTRACT.md, Topics); a re-keyed input's topic is
-`<pipeline>.<computation>.<stream>.by-key`."""
+`<pipeline>.<owner>.` (each part names its own: framework/core/part.py); a re-keyed input's
+topic is `<pipeline>.<computation>.<stream>.by-key`."""
 INTERNAL_TOPIC = re.compile(
     rf"(?P<pipeline>{NAME.pattern})\.(?P<owner>{NAME.pattern})\."
     rf"(?:(?P<kind>{'|'.join(INTERNAL_KINDS)})|(?P<stream>{STREAM.pattern})\.by-key)"

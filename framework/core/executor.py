@@ -2,7 +2,7 @@
 
 `Harness`, the Kafka task and the Spark backfill all drive this same code — process a key's
 records, fire its timers as the watermark (or the clock) passes them — which is what makes
-their outputs agree (DESIGN.md). It knows nothing of Kafka, RocksDB or Spark: committed state
+their outputs agree. It knows nothing of Kafka, RocksDB or Spark: committed state
 and timers come from small backend protocols, productions and dead letters go to an `Output`,
 and the driver decides when changes are durable (`changes()` ... `committed()`).
 """

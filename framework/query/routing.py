@@ -1,5 +1,5 @@
 """Finding the instance that owns a key, and those that keep standby replicas of it, through
-the computation's consumer group (CONTRACT.md, "Querying state").
+the computation's consumer group (README, "Querying state").
 
 1. The key's partition is murmur2(key) mod the computation's partition count
    (framework/query/placement.py), as Kafka places it.

@@ -1,5 +1,5 @@
-"""Sinks: writing a pipeline's streams into outside systems exactly once (CONTRACT.md,
-"Exactly-once into a database"). `Sink` is the protocol (framework/sinks/protocol.py says
+"""Sinks: writing a pipeline's streams into outside systems exactly once (README, "Sinks:
+exactly-once into a database"). `Sink` is the protocol (framework/sinks/protocol.py says
 what the runtime does with each answer); `PostgresSink` writes PostgreSQL tables."""
 
 from framework.sinks.postgres import PostgresSink

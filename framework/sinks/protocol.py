@@ -1,4 +1,4 @@
-"""The contract between logwheel and a sink (CONTRACT.md, "Exactly-once into a database").
+"""The contract between logwheel and a sink (README, "Sinks: exactly-once into a database").
 
 A sink writes the records of one input partition in batches. Exactly-once holds because the
 target keeps, in the same transaction as each batch, the partition's next offset: `open` reads

@@ -5,9 +5,9 @@ partition's earlier owner — before anything of it is read, and read from there
 
 The target keeps the offsets: the group's are committed only so that `logwheel status` shows
 the sink's lag (framework/streaming/sink_committer.py), and read only where the target has
-none yet. A target that cannot be opened now is asked again with backoff; a revoked
-partition's unwritten batch is dropped, to be read again by its next owner from the target's
-offset.
+none yet. A target that cannot be opened now is asked again with backoff. A revoked
+partition's batch is written first (the membership commits before it gives partitions up); a
+lost one's is dropped, to be read again by its next owner from the target's offset.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Nothing waits forever (CONTRACT.md, `hook_timeout_ms`; issue 38, finding 9), in real
+"""Nothing waits forever (`hook_timeout_ms`; issue 38, finding 9), in real
 `logwheel run` processes on the real broker: a hook blocked for good — interruptibly, in a
 wait no signal ends, in a timer, holding the GIL — has its record (or timer) dead-lettered at
 stage "timeout"; every other record is counted exactly once; `logwheel run` stays up."""

@@ -1,4 +1,4 @@
-"""Querying state (CONTRACT.md, "Querying state"): two instances of a job, each serving
+"""Querying state (README, "Querying state"): two instances of a job, each serving
 (`--serve 0`, found through the group) and keeping a standby replica (`--standby 1`), share
 one run of the job for every test here, the SIGKILL last."""
 

@@ -1,7 +1,7 @@
-"""Low watermarks on a real broker, with real `logwheel run` processes (DESIGN.md invariants 4
-and 5, MillWheel §4.5, §4.6 and §7.2): a watermark never overtakes the data it speaks for, a
-silent source partition stops holding it back after its idle timeout, and what hooks observe
-and what tasks publish never moves backwards, even across SIGKILL."""
+"""Low watermarks on a real broker, with real `logwheel run` processes (invariants 4 and 5 of
+docs/invariants.md, MillWheel §4.5, §4.6 and §7.2): a watermark never overtakes the data it
+speaks for, a silent source partition stops holding it back after its idle timeout, and what
+hooks observe and what tasks publish never moves backwards, even across SIGKILL."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The Kafka output: productions checked before a hook call counts as done, and the one
 dead-letter path of every runtime — the policy decides, one function composes the dead letter
-(CONTRACT.md: the original key, value and headers, after the error headers)."""
+(the original key, value and headers, after the error headers)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The topic plan of a pipeline (CONTRACT.md, "Topics"), without a broker; creating it against
-a fake admin client, for what the code decides around the broker's answers."""
+"""The topic plan of a pipeline (each stream, and each part's own topics), without a broker;
+creating it against a fake admin client, for what the code decides around the broker's
+answers."""
 
 from __future__ import annotations
 
