@@ -1,4 +1,4 @@
-"""Pipelines with a PostgreSQL sink, for the sink's integration and chaos tests: built by
+"""Pipelines with a PostgreSQL sink, for the sink's integration, chaos and security tests: built by
 `tests.support.UniqueJob` under a fresh name, written as job modules `logwheel run` imports."""
 
 from __future__ import annotations
@@ -32,8 +32,11 @@ class Totals(Computation):
         ctx.state["n"] = ctx.state.get("n", 0) + 1
 
 
-def totals_sink(name: str, prefix: str, dsn: str, table: str, batch: int = 100) -> Pipeline:
-    """`<prefix>amounts` summed per key by a computation whose output is upserted on `key`."""
+def totals_sink(
+    name: str, prefix: str, dsn: str, table: str, batch: int = 100, key: tuple | None = ("key",),
+) -> Pipeline:  # fmt: skip
+    """`<prefix>amounts` summed per key by a computation whose output is upserted on `key`
+    (`key=None`: appended, a row per update)."""
     pipeline = Pipeline(name, partitions=2)
     pipeline.source(f"{prefix}amounts")
     output = f"{prefix}totals"
@@ -45,7 +48,5 @@ def totals_sink(name: str, prefix: str, dsn: str, table: str, batch: int = 100) 
 
     pipeline.computation("totals", totals, inputs={f"{prefix}amounts": None},
                          outputs={output: None})  # fmt: skip
-    pipeline.sink(
-        "db", inputs={output: None}, sink=PostgresSink(dsn, table, key=("key",), batch=batch)
-    )
+    pipeline.sink("db", inputs={output: None}, sink=PostgresSink(dsn, table, key=key, batch=batch))
     return pipeline

@@ -3,14 +3,17 @@
 A broker of this module's own (own home, own port), started and stopped here: anonymous and
 wrong-password clients are refused; a wordcount job that has only the ACLs `logwheel acls`
 grants (its `<pipeline>.` prefix plus its streams) creates its own topics and counts exactly
-once; a job without ACLs is refused; and no secret appears in anything the run printed or
-logged.
+once; each part of a pipeline (computations, an injector, a PostgreSQL sink, the queries of a
+computation's state) works as its own user with only its own ACLs and is refused another
+part's topics; a job without ACLs is refused; and no secret appears in anything the run
+printed or logged.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import random
 import secrets
 import stat
 import subprocess
@@ -18,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -44,8 +48,9 @@ from framework.jvm.jars import kafka_jars
 from framework.jvm.process import find_java
 from framework.kafka.topics import pipeline_topics
 from framework.ops.acls import create_acls, part_acls
+from framework.query import StateClient
 from framework.streaming.injector import Injector
-from tests.support import REPO, Wordcount, wait_for, wait_until_resettable
+from tests.support import REPO, Job, UniqueJob, Wordcount, produce, wait_for, wait_until_resettable
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -243,34 +248,18 @@ def test_each_computation_and_injector_with_only_its_own_acls(secure, bootstrap,
     users = {name: f"{wc.name}-{name}" for name in (*wc.pipeline.computations, "feeder")}
     passwords = {user: secrets.token_urlsafe(18) for user in users.values()}
     _add_users(bootstrap, admin, passwords)
-    done = logwheel(secure, outputs, "acls-per-part", "acls", ref, "--principal",
-                    f"User:{wc.name}-{{name}}", "--create", "--bootstrap", bootstrap,
-                    "--config", str(creds.settings_file(ADMIN_USER)), path=tmp_path)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    done = _create_part_acls(secure, bootstrap, outputs, "acls-per-part", ref, wc.name, tmp_path)
     assert f"TOPIC prefixed '{wc.name}.split-words.'" in done.stdout
     assert f"TOPIC prefixed '{wc.name}.'" not in done.stdout
     assert " from *" not in done.stdout
 
     def settings(name: str) -> dict:
-        user = users[name]
-        return {**creds.client_settings(JOB_USER), "sasl.username": user,
-                "sasl.password": passwords[user]}  # fmt: skip
+        return _user_settings(secure, users[name], passwords[users[name]])
 
     wc.send_lines(500)
     jobs = []
     for name in wc.pipeline.computations:
-        config = tmp_path / f"{name}.toml"
-        var = f"LW_TEST_{name.upper().replace('-', '_')}_PASSWORD"
-        kafka = {**settings(name), "sasl.password": f"${{{var}}}"}
-        config.write_text("[kafka]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in kafka.items()))
-        job = wc.unique.job(
-            f"state-{name}",
-            computations=[name],
-            config=config,
-            env={var: passwords[users[name]]},
-            log=outputs / f"{name}.log",
-        )
-        jobs.append(job.start())
+        jobs.append(_part_job(wc.unique, name, settings(name), tmp_path, outputs).start())
     try:
         counts = wc.read_counts(timeout=180)
     finally:
@@ -316,6 +305,94 @@ class Echo(Computation):
         ctx.produce(f"{record.stream.removesuffix('feed')}echoed", record.value)
 
 
+def test_a_sink_and_the_queries_with_only_their_own_acls_write_once_and_read_state(
+    secure, bootstrap, outputs, postgres, tmp_path
+):
+    """Per-part principals for a computation, its PostgreSQL sink and the queries of its
+    state: the sink's printed ACLs are Read on its input and group and Write on its dead
+    letters, nothing under the computation's prefix; run as processes of their own with only
+    those ACLs, the computation and the sink write every record into the table exactly once,
+    and the queries' user gets a committed state through `StateClient`. Neither the sink's
+    user may write the computation's changelog nor the queries' user read it."""
+    creds = secure.credentials
+    admin = creds.client_settings(ADMIN_USER)
+    table = f"t_{secrets.token_hex(5)}"
+    with psycopg.connect(postgres.dsn(), autocommit=True) as conn:
+        conn.execute(APPENDED_TOTALS.format(table=table))
+    unique = UniqueJob(bootstrap, tmp_path, "tests.integration.sink_job:totals_sink", "sink",
+                       postgres.dsn(), table, 50, None, create=False)  # fmt: skip
+    pipeline, name = unique.pipeline, unique.name
+    _create_streams(bootstrap, admin, pipeline)
+    (totals,) = pipeline["totals"].outputs
+    changelog = pipeline["totals"].changelog
+    users = {part: f"{name}-{part}" for part in ("totals", "db", "queries")}
+    passwords = {user: secrets.token_urlsafe(18) for user in users.values()}
+    _add_users(bootstrap, admin, passwords)
+    ref = f"{unique.module}:pipeline"
+    done = _create_part_acls(secure, bootstrap, outputs, "acls-sink", ref, name, tmp_path)
+    sink = [line for line in done.stdout.splitlines() if f" User:{users['db']} " in line]
+    for grant in (f"READ on TOPIC literal '{totals}'", f"READ on GROUP literal '{name}.db'",
+                  f"WRITE on TOPIC literal '{name}.db.dlq'"):  # fmt: skip
+        assert any(grant in line for line in sink), (grant, sink)
+    assert not [line for line in sink if f"'{name}.totals." in line or "prefixed" in line], sink
+    queries = [line for line in done.stdout.splitlines() if f" User:{users['queries']} " in line]
+    assert queries and not [line for line in queries if changelog in line], queries
+
+    def settings(part: str) -> dict:
+        return _user_settings(secure, users[part], passwords[users[part]])
+
+    rng = random.Random(5)
+    amounts = [(f"k{rng.randrange(20)}", rng.randrange(1, 100)) for _ in range(300)]
+    produce(bootstrap, f"{unique.prefix}amounts", [(k, {"amount": a}, None) for k, a in amounts],
+            admin)  # fmt: skip
+    computation = _part_job(unique, "totals", settings("totals"), tmp_path, outputs)
+    computation.args += ["--serve", "0"]
+    jobs = [computation.start(), _part_job(unique, "db", settings("db"), tmp_path, outputs).start()]
+    client = StateClient(pipeline, bootstrap=bootstrap, config={"kafka": settings("queries")},
+                         deadline_s=60)  # fmt: skip
+    truth: dict[str, dict[str, int]] = {}
+    for key, amount in amounts:
+        state = truth.setdefault(key, {"total": 0, "n": 0})
+        state["total"], state["n"] = state["total"] + amount, state["n"] + 1
+
+    def rows(statement: str) -> list[tuple]:
+        with psycopg.connect(postgres.dsn()) as conn:
+            return conn.execute(statement.format(table=table)).fetchall()
+
+    def written() -> bool:
+        for job in jobs:  # one that died (refused for good, say) fails the wait at once
+            assert job.alive(), job.output()[-3000:]
+        return rows("SELECT count(*) FROM {table}")[0][0] >= len(amounts)
+
+    try:
+        wait_for(written, 240, what=f"{len(amounts)} rows in the table (see {outputs}/db.log)")
+        some = sorted(truth)[:3]
+        wait_for(
+            lambda: [client.get("totals", key) for key in some] == [truth[k] for k in some], 120,
+            what="the queries' user to read the committed totals",
+        )  # fmt: skip
+    finally:
+        client.close()
+        stopped = [job.stop() for job in jobs]
+    assert stopped == [0, 0], [job.output()[-2000:] for job in jobs]
+    count, distinct = rows("SELECT count(*), count(DISTINCT logwheel_id) FROM {table}")[0]
+    assert (count, distinct) == (len(amounts), len(amounts)), (count, distinct)
+    updates = rows("SELECT key, array_agg(n ORDER BY n), max(total) FROM {table} GROUP BY key")
+    assert {k: (ns, total) for k, ns, total in updates} == {
+        k: (list(range(1, v["n"] + 1)), v["total"]) for k, v in truth.items()
+    }
+
+    refused = _write_refused(bootstrap, settings("db"), changelog)
+    assert refused, "the sink's user wrote the computation's changelog"
+    reader = f"{pipeline['totals'].group}.reader"  # the group the queries' user reads with
+    refused = _read_refused(bootstrap, settings("queries"), changelog, reader)
+    assert refused, "the queries' user read the computation's changelog"
+
+
+APPENDED_TOTALS = "CREATE TABLE {table} (key text, total bigint, n integer, logwheel_id text)"
+"""The sink's table for `totals_sink(..., key=None)`: a row per update of a key's total."""
+
+
 def _add_users(bootstrap: str, admin: dict, passwords: dict[str, str]) -> None:
     """SCRAM users made by the administrator (as `kafka-configs --alter --add-config` does)."""
     client = AdminClient({**admin, "bootstrap.servers": bootstrap})
@@ -323,6 +400,42 @@ def _add_users(bootstrap: str, admin: dict, passwords: dict[str, str]) -> None:
     upserts = [UserScramCredentialUpsertion(u, info, p.encode()) for u, p in passwords.items()]
     for future in client.alter_user_scram_credentials(upserts).values():
         future.result(60)
+
+
+def _create_part_acls(
+    secure: Broker, bootstrap: str, outputs: Path, out: str, ref: str, prefix: str, path: Path
+) -> subprocess.CompletedProcess:
+    """`logwheel acls REF --principal 'User:<prefix>-{name}' --create` as the administrator:
+    each part of the pipeline its own principal; what it printed (kept as `out`)."""
+    done = logwheel(secure, outputs, out, "acls", ref, "--principal", f"User:{prefix}-{{name}}",
+                    "--create", "--bootstrap", bootstrap, "--config",
+                    str(secure.credentials.settings_file(ADMIN_USER)), path=path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def _user_settings(secure: Broker, user: str, password: str) -> dict:
+    """A client's settings as SCRAM user `user`: the job user's, with another name and
+    password."""
+    return {**secure.credentials.client_settings(JOB_USER), "sasl.username": user,
+            "sasl.password": password}  # fmt: skip
+
+
+def _part_job(unique: UniqueJob, name: str, settings: dict, tmp: Path, outputs: Path) -> Job:
+    """`logwheel run --computation NAME` (a computation or a sink) as the user of
+    `settings`: its `--config`'s [kafka] table carries them, the password as an environment
+    variable's name (the file holds no secret)."""
+    config = tmp / f"{name}.toml"
+    var = f"LW_TEST_{name.upper().replace('-', '_')}_PASSWORD"
+    kafka = {**settings, "sasl.password": f"${{{var}}}"}
+    config.write_text("[kafka]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in kafka.items()))
+    return unique.job(
+        f"state-{name}",
+        computations=[name],
+        config=config,
+        env={var: settings["sasl.password"]},
+        log=outputs / f"{name}.log",
+    )
 
 
 def _write_refused(bootstrap: str, settings: dict, topic: str) -> bool:
