@@ -5,24 +5,21 @@ own, and runs in its user's program, not under `logwheel run`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import ClassVar
 
-from framework.core.declarations import Input
 from framework.core.part import (
     TRANSACTION_OPERATIONS,
     WRITE_OPERATIONS,
     Grant,
     Graph,
     OwnTopic,
+    Unrun,
     literal,
 )
 
 
 @dataclass(frozen=True)
-class InjectorSpec:
+class InjectorSpec(Unrun):
     """Injector `name` of `pipeline`: the streams it writes, and how many processes run it."""
 
     pipeline: str
@@ -30,21 +27,7 @@ class InjectorSpec:
     streams: tuple[str, ...]
     processes: int
 
-    kind = "injector"
-    runtime = None
-    group = None
-    dlq = None
-    replayable = False
-    queryable = False
-    inputs: ClassVar[tuple[Input, ...]] = ()
-    outputs: ClassVar[Mapping[str, str | None]] = MappingProxyType({})  # its streams: sources
-    formats: ClassVar[Mapping[str, str]] = MappingProxyType({})
-    consumed_topics: ClassVar[tuple[str, ...]] = ()
-    subscribed_topics: ClassVar[tuple[str, ...]] = ()
-    keyed_topics: ClassVar[tuple[str, ...]] = ()
-    partitions = 0
-    node = None
-    detail = ""
+    kind = "injector"  # its streams are sources, not outputs: it writes before the pipeline
 
     @property
     def watermarks(self) -> str:
@@ -58,9 +41,6 @@ class InjectorSpec:
 
     def own_topics(self) -> list[OwnTopic]:
         return [OwnTopic(self.watermarks, "watermarks", 1, "compact", True)]
-
-    def tables_read(self) -> list[tuple[str, str, str]]:
-        return []
 
     def grants(self, graph: Graph, *, reset: bool = False) -> list[Grant]:
         """Write on its streams and its own watermark channel (which it may create), its

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from types import MappingProxyType
+from typing import ClassVar, Protocol
 
 from framework.core.declarations import Input
 
@@ -150,6 +151,34 @@ class Part(Protocol):
     def grants(self, graph: Graph, *, reset: bool = False) -> list[Grant]:
         """Everything its principal needs on Kafka, and nothing more (with `reset`, also what
         `logwheel reset --wipe-state` of it needs)."""
+
+
+class Unrun:
+    """The answers of a part `logwheel run` does not run (an injector runs in its user's
+    program, the queries in whoever asks): no group of its own, no key space, no dead
+    letters, not drawn. A part's spec takes these and says what differs."""
+
+    runtime = None
+    group = None
+    dlq = None
+    replayable = False
+    queryable = False
+    inputs: ClassVar[tuple[Input, ...]] = ()
+    outputs: ClassVar[Mapping[str, str | None]] = MappingProxyType({})
+    formats: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    consumed_topics: ClassVar[tuple[str, ...]] = ()
+    subscribed_topics: ClassVar[tuple[str, ...]] = ()
+    keyed_topics: ClassVar[tuple[str, ...]] = ()
+    partitions = 0
+    watermarks: str | None = None
+    node = None
+    detail = ""
+
+    def own_topics(self) -> list[OwnTopic]:
+        return []
+
+    def tables_read(self) -> list[tuple[str, str, str]]:
+        return []
 
 
 def reader_group(owner: str) -> str:

@@ -5,18 +5,14 @@ that instance over HTTP. It runs no task and keeps no topic."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import ClassVar
 
-from framework.core.declarations import Input
 from framework.core.part import (
     GROUP_OPERATIONS,
     READ_OPERATIONS,
     Grant,
     Graph,
-    OwnTopic,
+    Unrun,
     literal,
     reader_group,
     serving_topic,
@@ -28,7 +24,7 @@ sink or injector may take it."""
 
 
 @dataclass(frozen=True)
-class QueriesSpec:
+class QueriesSpec(Unrun):
     """The queries of `pipeline`'s state: the groups of its queryable computations."""
 
     pipeline: str
@@ -36,27 +32,6 @@ class QueriesSpec:
 
     name = QUERIES
     kind = "queries"
-    runtime = None
-    group = None
-    dlq = None
-    replayable = False
-    queryable = False
-    inputs: ClassVar[tuple[Input, ...]] = ()
-    outputs: ClassVar[Mapping[str, str | None]] = MappingProxyType({})
-    formats: ClassVar[Mapping[str, str]] = MappingProxyType({})
-    consumed_topics: ClassVar[tuple[str, ...]] = ()
-    subscribed_topics: ClassVar[tuple[str, ...]] = ()
-    keyed_topics: ClassVar[tuple[str, ...]] = ()
-    partitions = 0
-    watermarks = None
-    node = None
-    detail = ""
-
-    def own_topics(self) -> list[OwnTopic]:
-        return []
-
-    def tables_read(self) -> list[tuple[str, str, str]]:
-        return []
 
     def grants(self, graph: Graph, *, reset: bool = False) -> list[Grant]:
         """Describe each group (who owns which partition), read its directory of where its

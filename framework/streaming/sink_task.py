@@ -46,7 +46,6 @@ class SinkTask(Task):
         super().__init__(io, calls)
         self.inputs = [inp]
         self.outputs = set()
-        self.producer = f"{io.spec.name}/sink/{inp.topic}/{inp.partition}"
         self.sink, self.size, self.holds = sink, size, holds
         self.batch: list[tuple[Message, Record]] = []
         self.written = written  # the target's next offset: where the partition stands

@@ -17,6 +17,7 @@ from framework.ops.dead_letter_counts import dead_letter_summary
 from framework.ops.replay import Selection, replay
 from framework.streaming.injector import Injector
 from tests.support import REPO, UniqueJob, json_values, read_marks, read_topic, wait_for
+from tests.unit.sinks.fakes import IdleSink
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -172,7 +173,7 @@ def test_a_sinks_dead_letters_are_listed_and_an_unknown_name_is_refused(kafka, t
 
     job_def = UniqueJob(kafka, tmp_path, FACTORY, "sinkdlq", "fix", "hold", create=False)
     pipeline = job_def.pipeline.sink(
-        "orders-db", inputs={f"{job_def.prefix}tallies": None}, sink=_Target()
+        "orders-db", inputs={f"{job_def.prefix}tallies": None}, sink=IdleSink()
     )
     topic = f"{pipeline.name}.orders-db.dlq"
     create_topics(kafka, [topic])
@@ -189,16 +190,3 @@ def test_a_sinks_dead_letters_are_listed_and_an_unknown_name_is_refused(kafka, t
     assert dead_letter_summary(pipeline, "tally", kafka).total == 0  # its topics not made yet
     with pytest.raises(PipelineError, match="sink 'orders-db''s dead letters do not go back"):
         replay(pipeline, "orders-db", kafka)
-
-
-class _Target:
-    """A sink that is never run: its dead-letter topic is written by hand."""
-
-    def open(self, topic, partition):
-        return None
-
-    def write(self, topic, partition, records, next_offset):
-        pass
-
-    def close(self):
-        pass

@@ -8,19 +8,7 @@ import pytest
 from framework import Pipeline
 from framework.core.pipeline import PipelineError
 from framework.kafka.topics import part_topics, pipeline_topics
-
-
-class Sink:
-    batch = 10
-
-    def open(self, topic, partition):
-        return None
-
-    def write(self, topic, partition, records, next_offset):
-        pass
-
-    def close(self):
-        pass
+from tests.unit.sinks.fakes import IdleSink
 
 
 def _pipeline() -> Pipeline:
@@ -30,7 +18,7 @@ def _pipeline() -> Pipeline:
 
 
 def test_a_sink_has_its_group_and_dead_letter_topic_and_reads_its_streams():
-    pipeline = _pipeline().sink("orders-db", inputs={"orders": None}, sink=Sink())
+    pipeline = _pipeline().sink("orders-db", inputs={"orders": None}, sink=IdleSink())
     spec = pipeline.part("orders-db")
     assert (spec.kind, spec.group, spec.dlq, spec.consumed_topics) == (
         "sink",
@@ -47,8 +35,8 @@ def test_a_sink_has_its_group_and_dead_letter_topic_and_reads_its_streams():
 @pytest.mark.parametrize(
     ("inputs", "sink", "words"),
     [
-        ({}, Sink(), "at least one input"),
-        ({"orders": lambda r: r.key}, Sink(), "give None"),
+        ({}, IdleSink(), "at least one input"),
+        ({"orders": lambda r: r.key}, IdleSink(), "give None"),
         ({"orders": None}, object(), "lacks open, write, close"),
     ],
 )
@@ -58,14 +46,14 @@ def test_a_sink_that_cannot_run_fails_at_declaration_naming_the_fix(inputs, sink
 
 
 def test_a_sink_reading_a_stream_nobody_writes_fails_validation():
-    pipeline = _pipeline().sink("db", inputs={"payments": None}, sink=Sink())
+    pipeline = _pipeline().sink("db", inputs={"payments": None}, sink=IdleSink())
     with pytest.raises(PipelineError, match=r"pipeline.source\('payments'"):
         pipeline.validate()
 
 
 def test_a_sink_and_a_computation_may_not_share_a_name():
-    pipeline = _pipeline().sink("db", inputs={"orders": None}, sink=Sink())
+    pipeline = _pipeline().sink("db", inputs={"orders": None}, sink=IdleSink())
     with pytest.raises(PipelineError, match="a sink named 'db' is declared already"):
         pipeline.computation("db", object, inputs={"orders": None})
     with pytest.raises(PipelineError, match="declared already"):
-        pipeline.sink("db", inputs={"orders": None}, sink=Sink())
+        pipeline.sink("db", inputs={"orders": None}, sink=IdleSink())

@@ -16,6 +16,7 @@ from framework.kafka.topics import pipeline_topics
 from framework.ops.acls import part_acls, pipeline_acls
 from jobs.wordcount import build
 from jobs.zeitgeist import pipeline as zeitgeist
+from tests.unit.sinks.fakes import IdleSink
 
 HOST = "10.1.2.3"
 
@@ -141,19 +142,8 @@ def test_the_default_host_is_this_machines_address_towards_the_broker():
     assert local_address("no-such-host.invalid:9092") == "127.0.0.1"
 
 
-class _Sink:
-    def open(self, topic, partition):
-        return None
-
-    def write(self, topic, partition, records, next_offset):
-        pass
-
-    def close(self):
-        pass
-
-
 def test_a_sink_reads_its_inputs_in_its_group_and_writes_only_its_dead_letters():
-    wc = build("wc", "wc-").sink("db", inputs={"wc-word-counts": None}, sink=_Sink())
+    wc = build("wc", "wc-").sink("db", inputs={"wc-word-counts": None}, sink=IdleSink())
     acls = part_acls(wc, "db", "User:db", host=HOST)
     assert _allowed(acls, "TOPIC", "wc-word-counts", "READ")
     assert _allowed(acls, "GROUP", "wc.db", "READ")
@@ -182,4 +172,4 @@ def test_the_queries_describe_each_computations_group_and_read_where_it_answers(
 
 def test_no_part_may_take_the_queries_name():
     with pytest.raises(PipelineError, match="'queries' names the queries"):
-        build("wc", "wc-").sink("queries", inputs={"wc-word-counts": None}, sink=_Sink())
+        build("wc", "wc-").sink("queries", inputs={"wc-word-counts": None}, sink=IdleSink())

@@ -9,6 +9,7 @@ import dataclasses
 from framework import BoundedOutOfOrderness, Computation, Pipeline, key_by
 from framework.ops.dashboard import HELD_BACK_MS, Facts, assemble, replay_command, status_rows
 from framework.ops.status import Status
+from tests.unit.sinks.fakes import IdleSink
 
 NOW = 1_800_000_000_000
 
@@ -139,19 +140,8 @@ def test_a_replay_command_quotes_what_a_shell_would_split():
     )
 
 
-class _Sink:
-    def open(self, topic, partition):
-        return None
-
-    def write(self, topic, partition, records, next_offset):
-        pass
-
-    def close(self):
-        pass
-
-
 def test_a_sink_has_its_card_with_its_rows_and_dead_letters_and_no_tasks():
-    p = pipeline().sink("db", inputs={"clicks": None}, sink=_Sink())
+    p = pipeline().sink("db", inputs={"clicks": None}, sink=IdleSink())
     sink_row = Status("db", "clicks", 0, None, None, 4, NOW - 1, "shop.db.x", offset=9)
     found = facts(status=[*rows(), sink_row])
     found.dead_letters["db"] = {"write": 2}

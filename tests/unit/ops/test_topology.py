@@ -8,6 +8,7 @@ from framework.ops.layout import columns, layout
 from framework.ops.topology import Edge, Node, to_dot, topology
 from jobs.enrich import build
 from jobs.zeitgeist import pipeline as zeitgeist
+from tests.unit.sinks.fakes import IdleSink
 
 
 def test_every_stream_and_computation_is_a_node_of_its_kind_and_every_input_an_edge():
@@ -36,25 +37,14 @@ def test_a_table_is_drawn_read_by_its_computation_and_fed_by_the_changelog_write
     assert "style=dashed" in to_dot(graph)
 
 
-class _Sink:
-    def open(self, topic, partition):
-        return None
-
-    def write(self, topic, partition, records, next_offset):
-        pass
-
-    def close(self):
-        pass
-
-
 def test_sinks_and_new_kinds_show_without_changes_here():
     pipeline = build("shop", "x-")
-    pipeline.sink("orders-db", inputs={"x-enriched-page-views": None}, sink=_Sink())
+    pipeline.sink("orders-db", inputs={"x-enriched-page-views": None}, sink=IdleSink())
     enrich = pipeline.computations["enrich"]
     pipeline = pipeline.redeclared(replace(enrich, kind="fan-out"))  # a kind nobody knew
     graph = topology(pipeline)
     assert graph.nodes["c:enrich"].kind == "fan-out"
-    assert graph.nodes["k:orders-db"] == Node("k:orders-db", "sink", "orders-db", "_Sink")
+    assert graph.nodes["k:orders-db"] == Node("k:orders-db", "sink", "orders-db", "IdleSink")
     assert Edge("s:x-enriched-page-views", "k:orders-db") in graph.edges
     assert not any(node.kind in ("injector", "queries") for node in graph.nodes.values())
 
