@@ -22,11 +22,6 @@ from typing import ClassVar, Protocol
 
 from framework.core.declarations import Input
 
-POLICIES = ("compact", "delete", "dlq", "replay")
-"""How a part's own topic is kept: compacted (the latest value per key is the truth), deleted
-at the broker's retention, a dead-letter topic, or kept for ever (replayed dead letters keep
-their old timestamps)."""
-
 OWN_TOPIC_OPERATIONS = ("READ", "WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS")
 """On its own topics: `run` creates them if missing and reads its limits from their configs."""
 RESET_OPERATIONS = ("DELETE",)
@@ -40,9 +35,11 @@ TRANSACTION_OPERATIONS = ("WRITE", "DESCRIBE")
 @dataclass(frozen=True)
 class OwnTopic:
     """A topic a part keeps for itself: its name, what it holds (changelog, timers, ids,
-    watermarks, by-key, dlq, replay, replayed, ...), its partition count, its policy (one of
-    `POLICIES`), and whether that count must be exactly this (keyed state, a co-partitioned
-    reader or a one-partition channel depends on it)."""
+    watermarks, by-key, dlq, replay, replayed, ...), its partition count, how it is kept
+    (`policy`: "compact", the latest value per key is the truth; "delete", at the broker's
+    retention; "dlq", a dead-letter topic; "replay", for ever, since replayed dead letters keep
+    their old timestamps), and whether that count must be exactly this (keyed state, a
+    co-partitioned reader or a one-partition channel depends on it)."""
 
     name: str
     kind: str

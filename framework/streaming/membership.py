@@ -19,10 +19,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -76,7 +76,7 @@ class Tasks(Protocol):
     calls: Calls  # what the watchdog reads
 
     @property
-    def waiting(self) -> Any: ...  # assigned partitions whose tasks are to start
+    def waiting(self) -> Collection[tuple[str, int]]: ...  # partitions whose tasks are to start
     def assigned(self, tps: list[TopicPartition]) -> None: ...
     def revoked(self, tps: list[TopicPartition]) -> None: ...
     def step(self) -> None: ...
