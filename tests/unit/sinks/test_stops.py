@@ -39,6 +39,14 @@ def test_a_point_that_is_none_of_the_batchs_is_refused_naming_them(text):
         stops._parse(text)
 
 
+@pytest.mark.parametrize("text", ["after-commit:0", "after-commit:-1", "after-commit:x"])
+def test_a_time_that_is_no_whole_number_from_1_is_refused_naming_the_form(text):
+    """The Nth time counts from 1: the 0th (or a word) would never come, and the process that
+    was to stop would run on in silence."""
+    with pytest.raises(ConfigurationError, match="':N'"):
+        stops._parse(text)
+
+
 @pytest.fixture
 def stopped(monkeypatch) -> list[tuple[int, int]]:
     """The signals the process sends itself, written down instead of sent; nothing wanted."""
