@@ -107,3 +107,8 @@ def test_a_narrow_box_is_centred_in_its_columns_width():
     nodes = [Node("a", "source", "a" * 30), Node("b", "source", "b")]
     boxes, _, _ = layout(graph(nodes))
     assert boxes["b"].x == round(MARGIN + (boxes["a"].w - MIN_W) / 2, 1)
+
+
+def test_a_graph_of_nothing_is_its_margins_never_a_negative_width():
+    """The page sets the SVG's width and viewBox from it: a negative one is an error there."""
+    assert layout(graph("")) == ({}, 2 * MARGIN, 2 * MARGIN + DETAIL_H)
