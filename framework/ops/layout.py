@@ -95,8 +95,10 @@ def layout(graph: Topology) -> tuple[dict[str, Box], float, float]:
             boxes[node] = Box(round(x + (width - w) / 2, 1), round(y, 1), w, h)
             y += h + GAP_Y
         x += width + GAP_X
-    # below: room for the line of figures the page writes under a computation
-    return boxes, round(x - GAP_X + MARGIN, 1), round(tallest + 2 * MARGIN + DETAIL_H, 1)
+    # right: no gap after the last column (none at all without one); below: room for the
+    # line of figures the page writes under a computation
+    right = x - (GAP_X if members else 0) + MARGIN
+    return boxes, round(right, 1), round(tallest + 2 * MARGIN + DETAIL_H, 1)
 
 
 def _size(graph: Topology, node_id: str) -> tuple[float, float]:

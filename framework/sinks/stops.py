@@ -25,8 +25,10 @@ def _parse(text: str) -> tuple[str, int] | None:
     if not text:
         return None
     point, _, nth = text.partition(":")
-    if point not in POINTS:
-        raise ConfigurationError(f"{STOP_ENV}={text!r}: name one of {POINTS}, optionally ':N'")
+    if point not in POINTS or (nth and not (nth.isdecimal() and int(nth) >= 1)):
+        raise ConfigurationError(
+            f"{STOP_ENV}={text!r}: name one of {POINTS}, optionally ':N' (N >= 1)"
+        )
     return point, int(nth or 1)
 
 
