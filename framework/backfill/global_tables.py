@@ -79,7 +79,7 @@ def read_global_tables(
             meta = consumer.list_topics(topic, timeout=30).topics.get(topic)
             if meta is None or (
                 meta.error is not None and meta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-            ):  # refused as `run` does (framework/streaming/lifetime.py), never read empty
+            ):  # refused as `run` does (framework/streaming/wiring.py), never read empty
                 raise PipelineError(
                     f"{spec.group} reads global table {name!r} from {topic!r}, which does "
                     "not exist: create the topic (or fix its name)"

@@ -10,12 +10,10 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Message
 
-from framework import Computation, Pipeline
 from framework.core.pipeline import PipelineError
 from framework.ops import dead_letter_log
 from framework.ops.dead_letter_log import (
     DeadLetter,
-    dlq_topic,
     read_dead_letters,
     read_replayed,
 )
@@ -94,12 +92,6 @@ def test_dlq_ls_shows_a_dead_letter_by_its_name_with_its_key_as_text():
         "replays": "p.c.dlq/1/2",
     }
     assert _letter(None, key=None).describe()["key"] is None
-
-
-def test_a_computations_dead_letter_topic_is_its_own_and_a_sinks_is_named_after_it():
-    pipeline = Pipeline("shop").source("in").computation("count", Computation, inputs={"in": None})
-    assert dlq_topic(pipeline, "count") == "shop.count.dlq"
-    assert dlq_topic(pipeline, "orders-db") == "shop.orders-db.dlq"
 
 
 def _committed(monkeypatch, msgs: list[Message] | None) -> list[str]:
