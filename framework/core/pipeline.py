@@ -130,6 +130,7 @@ class Pipeline(PipelineGraph):
                     f"injector {injector!r}: {self._taken(injector)}: name the injector otherwise"
                 )
             self._claim_prefix(f"injector {injector!r}", injector)
+            check_outside(stream, {f"injector {injector!r}": f"{self.name}.{injector}."})
             check_writable(stream, f"injector {injector!r}: stream")
         self.sources[stream] = Source(stream, schema, watermark, format)
         return self

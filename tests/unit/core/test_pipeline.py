@@ -195,6 +195,17 @@ def test_a_stream_inside_another_computations_internal_prefix_is_refused_either_
     p.computation("u", Noop, inputs={"in": None}, outputs={"p.ab.out": None})
 
 
+def test_a_source_inside_the_prefix_of_the_injector_it_is_declared_with_is_refused():
+    """As a computation's own output is refused inside its own prefix: accepted, the source
+    could not be read (every reader is refused for it) and the other order refused it."""
+    p = Pipeline("p")
+    with pytest.raises(
+        PipelineError, match="^stream 'p.gen.x' is inside injector 'gen''s internal"
+    ):
+        p.source("p.gen.x", watermark=InjectorWatermark("gen"))
+    assert p.sources == {} and p.parts() == []
+
+
 def test_writing_another_pipelines_internal_topic_is_refused_and_reading_it_is_not():
     """Streams are global: an output named like pipeline billing's changelog would be that
     changelog, and `logwheel acls` would grant Write on it."""
