@@ -309,7 +309,8 @@ def partition_counts(bootstrap: str, kafka: dict, spec: ComputationSpec) -> dict
             raise PipelineError(
                 f"{spec.group} reads {i.stream!r} by its Kafka key, so it needs "
                 f"{spec.partitions} partitions like its state but it has "
-                f"{counts.get(i.stream)}: give the input key_by(...) or recreate the topic"
+                f"{counts.get(i.stream, 'none (it does not exist)')}: give the input key_by(...) "
+                "or recreate the topic"
             )
     return counts
 
