@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.clock import now_ms
-from framework.core.part import Part, reader_group
+from framework.core.part import Part, own_topic, reader_group
 from framework.core.pipeline import Pipeline
 from framework.kafka.config import client_config, consumer_config
 from framework.kafka.topic_ends import watermark_offsets
@@ -63,8 +63,8 @@ def gather(pipeline: Pipeline, bootstrap: str, kafka: dict | None = None) -> Fac
             if part.group is None or not part.partitions:  # keeps no keyed state
                 continue
             facts.standbys[part.name] = standbys(part, group_members(admin, part.group))
-            changelogs = [t.name for t in part.own_topics() if t.kind == "changelog"]
-            for changelog in (c for c in changelogs if c in existing):
+            changelog = own_topic(part, "changelog")
+            if changelog in existing:
                 facts.state_offsets[part.name] = {
                     p: _extent(consumer, changelog, p)
                     for p in sorted(existing[changelog].partitions)

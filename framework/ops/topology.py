@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from framework.core.part import own_topic
 from framework.core.pipeline import Pipeline
 
 
@@ -51,12 +52,7 @@ def topology(pipeline: Pipeline) -> Topology:
         graph.add(Node(stream_id(stream), kind, stream))
     streams = set(pipeline.streams())
     parts = [part for part in pipeline.parts() if part.node is not None]
-    changelogs = {
-        topic.name: part.node
-        for part in parts
-        for topic in part.own_topics()
-        if topic.kind == "changelog"
-    }
+    changelogs = {own_topic(part, "changelog"): part.node for part in parts}
     for part in parts:
         me = part.node
         graph.add(Node(me, part.kind, part.name, part.detail))
