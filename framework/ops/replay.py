@@ -15,6 +15,7 @@ as replayed: after the next fix, the new dead letter is what is replayed.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -108,7 +109,7 @@ def replay(
             "refused, to be fixed there"
         )
     spec = pipeline[computation]
-    if rate is not None and rate <= 0:
+    if rate is not None and not 0 < rate < math.inf:  # nan, inf: no batch size to send in
         raise PipelineError(f"--rate {rate}: give a positive number of dead letters a second")
     producer = None
     if not dry_run:

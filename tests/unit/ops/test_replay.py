@@ -77,8 +77,10 @@ def test_a_part_that_is_not_declared_is_refused_naming_the_parts_before_any_kafk
         replay(shop(), "nope", "b:9092")
 
 
-@pytest.mark.parametrize("rate", [0.0, -2.5])
-def test_a_rate_that_is_not_positive_is_refused_in_one_line_before_any_kafka_client(no_kafka, rate):
+@pytest.mark.parametrize("rate", [0.0, -2.5, float("nan"), float("inf")])
+def test_a_rate_that_is_not_a_positive_number_is_refused_in_one_line_before_any_kafka_client(
+    no_kafka, rate
+):
     with pytest.raises(PipelineError) as refused:
         replay(shop(), "c", "b:9092", rate=rate)
     assert str(refused.value) == f"--rate {rate}: give a positive number of dead letters a second"
