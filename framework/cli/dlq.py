@@ -109,8 +109,8 @@ def replay_dead_letters(args: argparse.Namespace) -> int:
     selection = Selection(
         args.stage,
         args.reason,
-        None if args.since is None else _moment(parse_point, args.since),
-        None if args.until is None else _moment(parse_point, args.until),
+        None if args.since is None else _moment(parse_point, "--since", args.since),
+        None if args.until is None else _moment(parse_point, "--until", args.until),
     )
     console = Console(stderr=True)  # a bar at a terminal only; the report goes to stdout
     with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
@@ -138,10 +138,17 @@ def replay_dead_letters(args: argparse.Namespace) -> int:
     return 0
 
 
-def _moment(parse, text: str) -> int:
-    point = parse(text)
-    if not isinstance(point, int):
-        from framework.errors import ConfigurationError
+def _moment(parse, option: str, text: str) -> int:
+    """`text` (an ISO date-time with a time zone) in ms; a bad one refused naming `option` (the
+    parse's own refusal names --to and offers earliest and latest, which are no times here)."""
+    from framework.errors import ConfigurationError
 
-        raise ConfigurationError(f"{text!r}: give an ISO date-time like 2026-11-21T12:00:00Z")
+    try:
+        point = parse(text)
+    except ConfigurationError:
+        point = None
+    if not isinstance(point, int):
+        raise ConfigurationError(
+            f"{option} {text!r}: give an ISO date-time with a time zone, like 2026-11-21T12:00:00Z"
+        )
     return point

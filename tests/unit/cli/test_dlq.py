@@ -186,3 +186,19 @@ def test_a_rate_that_is_not_a_number_is_argparses_usage_error(monkeypatch, capsy
     assert usage.value.code == 2
     assert "argument --rate: invalid float value: 'fast'" in capsys.readouterr().err
     assert calls == []
+
+
+@pytest.mark.parametrize("option", ["--since", "--until"])
+@pytest.mark.parametrize("moment", ["yesterday", "2026-11-21T12:00:00", "earliest"])
+def test_a_time_that_is_no_iso_date_time_with_a_zone_is_one_line_naming_its_option(
+    monkeypatch, capsys, option, moment
+):
+    calls = record(monkeypatch, REPLAY)
+    args = ["dlq", "replay", PIPELINE, "--computation", "count-words", option, moment,
+            "--bootstrap", "b:1"]  # fmt: skip
+    assert main(args) == 1
+    assert capsys.readouterr().err == (
+        f"logwheel: {option} {moment!r}: give an ISO date-time with a time zone, "
+        "like 2026-11-21T12:00:00Z\n"
+    )
+    assert calls == []
