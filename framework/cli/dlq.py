@@ -79,7 +79,7 @@ def list_dead_letters(args: argparse.Namespace) -> int:
     console.print(counts)
     newest = Table("dead letter", "stage", "source topic", "partition", "offset", "replayed")
     for d in summary.newest:
-        where = (str(d["source_partition"]), str(d["source_offset"]))
+        where = ["-" if d[k] is None else str(d[k]) for k in ("source_partition", "source_offset")]
         newest.add_row(d["dead_letter"], d["stage"], d["source_topic"] or "-", *where,
                        "yes" if d["replayed"] else "no")  # fmt: skip
     console.print(newest)

@@ -99,7 +99,7 @@ def test_ls_prints_the_counts_the_newest_and_how_to_replay_what_is_not_replayed(
     assert rows == [
         ["process_record", "ValueError: boom", "2", "1"],
         ["timeout", "TimedOut: after 60000 ms", "1", "0"],
-        ["wordcount.count-words.dlq/0/7", "timeout", "-", "None", "None", "no"],
+        ["wordcount.count-words.dlq/0/7", "timeout", "-", "-", "-", "no"],  # read from nowhere
         ["wordcount.count-words.dlq/0/4", "process_record", "words", "2", "41", "yes"],
     ]
     assert lines[-1] == f"{HINT} {PIPELINE} --computation count-words"
