@@ -170,7 +170,8 @@ class PipelineGraph:
         part = self._declared.get(name)
         if isinstance(part, ComputationSpec):
             return part
-        what = f" ({name!r} is a {part.kind})" if part is not None else ""
+        other = [p.kind for p in self.parts() if p.name == name]
+        what = f" ({other[0]} {name!r} is another part)" if other else ""
         raise PipelineError(
             f"pipeline {self.name!r} has no computation {name!r}{what}; "
             f"it has {sorted(self.computations)}"

@@ -179,9 +179,11 @@ def test_a_computation_is_found_by_name_and_any_other_name_is_refused_listing_th
     with pytest.raises(PipelineError) as sink:
         p["db"]
     assert str(sink.value) == (
-        "pipeline 'shop' has no computation 'db' ('db' is a sink); "
+        "pipeline 'shop' has no computation 'db' (sink 'db' is another part); "
         "it has ['also', 'enrich', 'per-minute']"
     )
+    with pytest.raises(PipelineError, match=r"\(queries 'queries' is another part\)"):
+        p["queries"]
     with pytest.raises(PipelineError) as unknown:
         p["nope"]
     assert str(unknown.value) == (
