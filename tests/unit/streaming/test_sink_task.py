@@ -125,6 +125,21 @@ def test_batches_go_in_offset_order_with_the_next_offset_and_a_restart_resumes_f
     assert ("commit", [(TOPIC, 0, 9)]) in again.calls  # for `logwheel status` alone
 
 
+def test_records_handed_on_from_before_the_seek_to_the_targets_offset_are_passed_over():
+    """The consumer starts a partition where the group stood and may still hand on what it
+    fetched from there after the seek to where the target stands (librdkafka: a late answer
+    of the group's offset): the target holds those records already."""
+    sink, consumer = RecordingSink(batch=10), GroupConsumer()
+    sink.offsets[(TOPIC, 0)] = 3
+    consumer.add(TOPIC, 0, "abcdef")
+    consumer.inside(
+        lambda: consumer.positions.update({(TOPIC, 0): 0}),  # fetched anew from the start
+        when=lambda: ("seek", (TOPIC, 0, 3)) in consumer.calls,
+    )
+    _run(sink, consumer, lambda: len(sink.table) == 3)
+    assert sink.writes() == [(0, ["orders/0/3", "orders/0/4", "orders/0/5"], 6)]
+
+
 def test_a_target_without_offsets_starts_where_the_group_stands():
     sink, consumer = RecordingSink(batch=10), GroupConsumer(committed={(TOPIC, 0): 2})
     consumer.add(TOPIC, 0, "abcd")
