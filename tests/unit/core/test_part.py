@@ -13,21 +13,11 @@ import pytest
 
 from framework import Computation, InjectorWatermark, Pipeline, PipelineError, key_by, windows
 from framework.core.part import READ_OPERATIONS, WRITE_OPERATIONS, Grant, literal, own_topic
+from tests.unit.sinks.fakes import IdleSink
 
 
 class Noop(Computation):
     def process_record(self, ctx, record):
-        pass
-
-
-class Sink:
-    def open(self, topic, partition):
-        return None
-
-    def write(self, topic, partition, records, next_offset):
-        pass
-
-    def close(self):
         pass
 
 
@@ -55,7 +45,7 @@ def _everything() -> Pipeline:
         after_ms=10,
         output="paid-orders",
     )
-    p.sink("db", inputs={"counts": None}, sink=Sink())
+    p.sink("db", inputs={"counts": None}, sink=IdleSink())
     return p
 
 
@@ -129,7 +119,7 @@ def test_literal_grants_each_topic_once_by_name_in_order():
 
 def test_the_queries_part_comes_only_with_a_queryable_part():
     p = Pipeline("shop").source("orders", watermark=InjectorWatermark("gen"))
-    p.sink("db", inputs={"orders": None}, sink=Sink())
+    p.sink("db", inputs={"orders": None}, sink=IdleSink())
     assert [part.name for part in p.parts()] == ["db", "gen"]
     with pytest.raises(PipelineError, match="has no part 'queries'; it has sink 'db', injector"):
         p.part("queries")
@@ -147,7 +137,7 @@ def test_the_queries_part_comes_only_with_a_queryable_part():
             "give it another name",
         ),
         (
-            lambda p: p.sink("gen", inputs={"orders": None}, sink=Sink()),
+            lambda p: p.sink("gen", inputs={"orders": None}, sink=IdleSink()),
             "sink 'gen': an injector named 'gen' writes sources of the pipeline: "
             "give it another name",
         ),

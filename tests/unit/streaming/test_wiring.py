@@ -22,21 +22,11 @@ from framework.streaming.wiring import (
     partition_counts,
     wiring_for,
 )
+from tests.unit.sinks.fakes import IdleSink
 
 
 class Noop(Computation):
     def process_record(self, ctx, record):
-        pass
-
-
-class Sink:
-    def open(self, topic, partition):
-        return None
-
-    def write(self, topic, partition, records, next_offset):
-        pass
-
-    def close(self):
         pass
 
 
@@ -137,7 +127,7 @@ def test_a_global_table_needs_its_topic_to_exist_and_any_count_will_do(cluster):
 def _pipeline() -> Pipeline:
     p = Pipeline("shop").source("orders", watermark=InjectorWatermark("gen"))
     p.computation("c", Noop, inputs={"orders": None}, outputs={"totals": None})
-    p.sink("db", inputs={"totals": None}, sink=Sink())
+    p.sink("db", inputs={"totals": None}, sink=IdleSink())
     return p
 
 

@@ -7,28 +7,8 @@ from __future__ import annotations
 import json
 
 from framework.core.joins.operator import Joined
-from framework.core.pipeline import Pipeline
 from framework.errors import LateRecord
-from framework.testing import Harness
-
-
-def harness(before=0, after=10, grace=0, how="inner", on_late="dead_letter") -> Harness:
-    pipeline = Pipeline("p")
-    pipeline.source("orders")
-    pipeline.source("payments")
-    pipeline.join(
-        "j",
-        left="orders",
-        right="payments",
-        inputs={"orders": None, "payments": None},
-        before_ms=before,
-        after_ms=after,
-        grace_ms=grace,
-        how=how,
-        output="out",
-        on_late=on_late,
-    )
-    return Harness(pipeline, "j")
+from tests.unit.core.joins.test_join import harness
 
 
 def test_records_of_one_time_are_held_and_met_in_the_order_they_came():
