@@ -95,7 +95,7 @@ class PipelineGraph:
         source = self.sources.get(stream)
         if source is not None:
             if isinstance(source.watermark, InjectorWatermark):
-                return [f"{self.name}.{source.watermark.injector}.watermarks"]
+                return [self._injectors()[source.watermark.injector].watermarks]
             return []
         return [w.watermarks for w in self.writers(stream) if w.watermarks]
 

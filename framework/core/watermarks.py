@@ -278,13 +278,12 @@ def partition_watermark(
         if isinstance(policy, BoundedOutOfOrderness):
             return BoundedLateness(policy, clock), []
         if isinstance(policy, InjectorWatermark):
-            channel = f"{pipeline.name}.{policy.injector}.watermarks"
             producers = [injector_producer(policy.injector, i) for i in range(policy.processes)]
-            return Published(topic, partition, producers), [channel]
+            return Published(topic, partition, producers), pipeline.channels_of(stream)
         return Unwatermarked(), []
-    producers: list[str] = []
-    channels: list[str] = []
-    for writer in pipeline.writers(stream):
-        channels.append(writer.watermarks)
-        producers += [task_producer(writer.name, p) for p in range(writer.partitions)]
-    return Published(topic, partition, producers), channels
+    producers = [
+        task_producer(writer.name, p)
+        for writer in pipeline.writers(stream)
+        for p in range(writer.partitions)
+    ]
+    return Published(topic, partition, producers), pipeline.channels_of(stream)

@@ -8,11 +8,12 @@ import json
 import time
 from collections.abc import Iterable
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.clock import now_ms
 from framework.core.pipeline import ComputationSpec, PipelineError
+from framework.errors import Rejoin
 from framework.kafka.config import consumer_config, producer_config
 from framework.kafka.errors import Unreachable, reaching_kafka
 
@@ -36,6 +37,26 @@ def refuse_live_members(admin: AdminClient, spec: ComputationSpec, then: str = "
             f"{spec.group} has {len(group.members)} live member(s): stop every `logwheel run` "
             f"of it and wait out the session timeout (10 s), then {then}"
         )
+
+
+def starts(consumer: Consumer, tps: list[TopicPartition], timeout: float) -> dict:
+    """Where each of `tps` starts for the group: its committed offset, else the partition's
+    start. `Rejoin` if the group coordinator cannot say (it moved, or the broker restarts):
+    raised from a rebalance callback, the client's own error left `poll` as a KafkaError no
+    `except` can catch."""
+    try:
+        found = {}
+        for c in consumer.committed(tps, timeout):
+            offset = c.offset
+            if offset < 0:
+                offset, _ = consumer.get_watermark_offsets(
+                    TopicPartition(c.topic, c.partition), timeout
+                )
+            found[(c.topic, c.partition)] = offset if offset >= 0 else OFFSET_BEGINNING
+    except KafkaException as error:
+        names = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in tps)
+        raise Rejoin(f"reading where {names} stands: committed offsets unknown: {error}") from None
+    return found
 
 
 def commit_metadata(instance: str) -> str:

@@ -140,15 +140,14 @@ class Holds:
                 wait,
             )
 
-    def holding(self, inp: InputPartition) -> bool:
-        """Whether `inp` (this route's input) is held, or resumed and not yet past its hold."""
-        hold = self._holds.get((inp.topic, inp.partition))
-        return hold is not None and hold.inp is inp
-
     def answered(self, inp: InputPartition) -> None:
-        """The service `inp` was held for answered (a sink's target took the batch it held):
-        its hold ends now, whether or not it has read on."""
-        hold = self._holds.pop((inp.topic, inp.partition))
+        """The service `inp` waits for answered (a sink's target took the batch it held): its
+        hold, if it has one, ends now, whether or not it has read on."""
+        key = (inp.topic, inp.partition)
+        hold = self._holds.get(key)
+        if hold is None or hold.inp is not inp:
+            return
+        del self._holds[key]
         inp.frozen = None
         self._held_metric.set(len(self._holds))
         self._end(hold.service, self.clock(), answered=True)

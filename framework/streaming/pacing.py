@@ -86,13 +86,20 @@ class Pacer:
     def route(self, msgs: list[Message], routes: Routes) -> int:
         """Hand each run of a partition's records to its task, or park it (a paced task's),
         then hand on what the parked records of every paced task allow; returns how many
-        parked records were handed on."""
+        parked records were handed on. Records before their partition's position are passed
+        over: the consumer may still hand on what it fetched before a seek to the position (a
+        sink's partition starts where the group stood, then seeks to where its target stands),
+        and the task has them already."""
         holds = self.holds
         for topic, partition, run in partition_runs(msgs):
             route = routes.get((topic, partition))
             if route is None or route[1].paused:
                 continue  # a held partition's records are read again after its resume
             task, inp = route
+            if run[0].offset() < inp.position:
+                run = [m for m in run if m.offset() >= inp.position]
+                if not run:
+                    continue
             if not _paced(task, inp):
                 holds.run(task, inp, run)
             elif not inp.throttled:  # else: fetched again from past the parked ones

@@ -57,18 +57,13 @@ class SinkTask(Task):
         return self.inputs[0].position > self.written
 
     def handle_run(self, msgs: list[Message], inp: InputPartition) -> None:
-        """Gather a run of the partition's records; a full batch is written at once. A record
-        before the partition's position is passed over: the consumer may still hand on what it
-        fetched from where the group stood before the seek to where the target stands, and
-        the target holds it already. A `ServiceUnavailable` raised here (the registry, met
-        decoding; the target, met writing) leaves `inp.position` at the first record not taken,
-        where the hold resumes it."""
+        """Gather a run of the partition's records; a full batch is written at once. A
+        `ServiceUnavailable` raised here (the registry, met decoding; the target, met writing)
+        leaves `inp.position` at the first record not taken, where the hold resumes it."""
         if self.failed:
             self._write()  # the batch it holds first, before anything is read on
         dead_letter, record, batch = self.io.output.dead_letter, inp.record, self.batch
         for msg in msgs:
-            if msg.offset() < inp.position:
-                continue  # fetched from before the seek to where the target stands: taken
             try:
                 batch.append((msg, record(msg)))
             except BadRecord as bad:
@@ -115,8 +110,7 @@ class SinkTask(Task):
             break
         stop_at("after-commit")
         self.batch, self.written, self.failed = [], next_offset, False
-        if self.holds.holding(inp):
-            self.holds.answered(inp)
+        self.holds.answered(inp)
 
     def _refused(self, refused: Refused) -> None:
         """Dead-letter the rows the target refused (acknowledged before the batch that leaves

@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from framework.core.logs import RateLimited
 from framework.core.watermarks import Unwatermarked
 from framework.errors import ConfigurationError, Rejoin
+from framework.kafka.groups import starts
 from framework.kafka.output import PartIO
 from framework.kafka.stream_codecs import stream_decoder
 from framework.sinks.protocol import DEFAULT_BATCH, Sink
@@ -59,11 +60,15 @@ class SinkTaskManager:
         self.holds = holds
         self.calls = Calls() if calls is None else calls
         self.clock = holds.clock  # opening is tried again as a hold is
-        self.tasks: dict[tuple[str, int], SinkTask] = {}
         self.routes: dict[tuple[str, int], tuple[SinkTask, InputPartition]] = {}
         self.opening: dict[tuple[str, int], _Opening] = {}
         self.restoring: dict = {}  # a sink restores nothing
         self._warn = RateLimited(log)
+
+    @property
+    def tasks(self) -> dict[tuple[str, int], SinkTask]:
+        """The running tasks, by the partition each reads."""
+        return {key: task for key, (task, _) in self.routes.items()}
 
     @property
     def waiting(self) -> list[tuple[str, int]]:
@@ -85,7 +90,6 @@ class SinkTaskManager:
             key = (tp.topic, tp.partition)
             self.opening.pop(key, None)
             self.routes.pop(key, None)
-            self.tasks.pop(key, None)
         if tps:
             log.info("%s: gave up %d partition(s)", self.spec.group, len(tps))
 
@@ -103,8 +107,9 @@ class SinkTaskManager:
                 self._later((topic, partition), error)
                 continue
             where = "the group's offset" if start is None else start
-            if start is None:
-                start = self._group_offset(topic, partition)
+            if start is None:  # the target has none yet: where the group stands
+                tp = TopicPartition(topic, partition)
+                start = starts(self.consumer, [tp], TIMEOUT_S)[(topic, partition)]
             del self.opening[(topic, partition)]
             self._run(topic, partition, start)
             opened.append(f"{topic}[{partition}] at {where}")
@@ -122,23 +127,10 @@ class SinkTaskManager:
             self.spec.group, key[0], key[1], wait, error,
         )  # fmt: skip
 
-    def _group_offset(self, topic: str, partition: int) -> int:
-        """Where the group stands on a partition the target has no offset of (else its start)."""
-        tp = TopicPartition(topic, partition)
-        try:
-            (committed,) = self.consumer.committed([tp], TIMEOUT_S)
-            if committed.offset >= 0:
-                return committed.offset
-            low, _ = self.consumer.get_watermark_offsets(tp, TIMEOUT_S)
-        except KafkaException as error:
-            raise Rejoin(f"reading where {topic}[{partition}] stands: {error}") from None
-        return low if low >= 0 else OFFSET_BEGINNING
-
     def _run(self, topic: str, partition: int, start: int) -> None:
         decode = stream_decoder(self.io.pipeline, topic, self.io.registry)
         inp = InputPartition(topic, partition, topic, decode, Unwatermarked(), [], position=start)
         task = SinkTask(self.io, inp, self.sink, self.size, self.holds, start, self.calls)
-        self.tasks[(topic, partition)] = task
         self.routes[(topic, partition)] = (task, inp)
         tp = TopicPartition(topic, partition, start)
         try:
@@ -164,11 +156,10 @@ class SinkTaskManager:
         return [inp for _, inp in self.routes.values()]
 
     def running(self) -> list[SinkTask]:
-        return list(self.tasks.values())
+        return [task for task, _ in self.routes.values()]
 
     def close(self) -> None:
         """The tasks go, and the sink closes (each `open` starts afresh)."""
-        self.tasks.clear()
         self.routes.clear()
         self.opening.clear()
         try:

@@ -13,13 +13,13 @@ import logging
 from functools import partial
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from framework.core.timers import decode_timer
 from framework.core.watermarks import BoundedLateness, Published
 from framework.errors import Rejoin
-from framework.kafka.groups import standby_partitions
+from framework.kafka.groups import standby_partitions, starts
 from framework.kafka.output import PartIO
 from framework.query.replicas import Replicas
 from framework.state.restore import Restorer
@@ -111,22 +111,7 @@ class TaskManager:
             self.restoring.pop(p).close()
 
     def _starts(self, tps: list[TopicPartition]) -> dict[tuple[str, int], int]:
-        """Committed offsets (else the partition's start). Rejoin if the group coordinator
-        cannot say (it moved, or the broker restarts): raised from the rebalance callback,
-        the client's own error left `poll` as a KafkaError no `except` can catch."""
-        try:
-            committed = self.consumer.committed(tps, TIMEOUT_S)
-            starts = {}
-            for c in committed:
-                offset = c.offset
-                if offset < 0:
-                    offset, _ = self.consumer.get_watermark_offsets(
-                        TopicPartition(c.topic, c.partition), TIMEOUT_S
-                    )
-                starts[(c.topic, c.partition)] = offset if offset >= 0 else OFFSET_BEGINNING
-        except KafkaException as error:
-            raise Rejoin(f"reading committed offsets of {_names(tps)}: {error}") from None
-        return starts
+        return starts(self.consumer, tps, TIMEOUT_S)
 
     # -- in the loop ------------------------------------------------------------------------
 

@@ -372,6 +372,7 @@ class _Recorder:
 
 class _Inp(str):
     paused = False
+    position = 0
 
 
 def test_records_go_to_their_task_a_run_of_one_partition_at_a_time(tmp_path):
