@@ -119,16 +119,8 @@ class KeyedWiring:
         instance = f"{spec.group}.{instance}"
         admin = AdminClient(client_config(s.bootstrap, s.kafka))
         txn_id = instance if spec.exactly_once else None
-        # Every commit flushes (which sends at once whatever lingers), so a runner's outputs are
-        # never later for lingering 5 ms rather than 1: fewer, larger batches under a backlog.
-        config = producer_config(s.bootstrap, transactional_id=txn_id, extra=_lingering(s.kafka))
-        limits = read_limits(
-            admin,
-            [*spec.outputs, spec.changelog, spec.dlq, *spec.keyed_topics],
-            int(config.get("message.max.bytes", DEFAULT_MAX_BYTES)),
-            request_timeout=describe_s,
-        )
-        collector = Collector(config, limits)
+        written = [*spec.outputs, spec.changelog, spec.dlq, *spec.keyed_topics]
+        collector = _collector(s, admin, txn_id, written, describe_s)
         member = {"client.id": member_client_id(s.standby), **_quiet(s.kafka)}  # its standbys
         consumer = Consumer(
             consumer_config(s.bootstrap, group=spec.group, instance=instance, extra=member)
@@ -214,14 +206,7 @@ class SinkWiring:
         spec, s = self.spec, self.s
         instance = f"{spec.group}.{instance}"
         admin = AdminClient(client_config(s.bootstrap, s.kafka))
-        config = producer_config(s.bootstrap, extra=_lingering(s.kafka))
-        limits = read_limits(
-            admin,
-            [spec.dlq],
-            int(config.get("message.max.bytes", DEFAULT_MAX_BYTES)),
-            request_timeout=describe_s,
-        )
-        collector = Collector(config, limits)
+        collector = _collector(s, admin, None, [spec.dlq], describe_s)
         consumer = Consumer(
             consumer_config(s.bootstrap, group=spec.group, instance=instance, extra=_quiet(s.kafka))
         )
@@ -273,8 +258,18 @@ def wiring_for(pipeline: Pipeline, part: Part, settings: Settings) -> KeyedWirin
     return wiring(pipeline, part, settings)
 
 
-def _lingering(kafka: dict) -> dict:
-    return {"linger.ms": 5, **kafka}
+def _collector(
+    s: Settings, admin: AdminClient, txn_id: str | None, written: list[str], describe_s: float
+) -> Collector:
+    """The membership's producer (transactional with `txn_id`), with the limits of the topics
+    it writes as the broker describes them."""
+    # Every commit flushes (which sends at once whatever lingers), so a runner's outputs are
+    # never later for lingering 5 ms rather than 1: fewer, larger batches under a backlog.
+    extra = {"linger.ms": 5, **s.kafka}
+    config = producer_config(s.bootstrap, transactional_id=txn_id, extra=extra)
+    max_bytes = int(config.get("message.max.bytes", DEFAULT_MAX_BYTES))
+    limits = read_limits(admin, written, max_bytes, request_timeout=describe_s)
+    return Collector(config, limits)
 
 
 def _quiet(kafka: dict) -> dict:
