@@ -19,19 +19,20 @@ every record notes when it first became visible to it:
 - `output`:  the output stream — the record delay MillWheel reports: send → visible downstream.
 
 delay = (time visible to the reader) − (`sent_us`, taken just before `produce()`), both from
-the same wall clock (one machine), in ms. Records sent before the first output appeared and
-in the `--warmup` seconds after it are excluded (process start, group join, restore); the next
+the same wall clock (one machine), in ms. Records sent before the first output appeared and in
+the `--warmup` seconds after it are excluded (process start, group join, restore); the next
 `--duration` seconds of sends are measured. Before any figure is shown every run is checked
 (bench/verify.py): once the computation has stopped, each followed topic is read to its end
 (read_committed) and must hold every record the sender delivered, (seq, n), exactly once (one
 whose send the broker timed out never entered the pipeline: left out, and the run says how
 many): a record `missing`, `unexpected` or `duplicated` on any hop, or a measured record the
 reader had not seen when the drain ended (`late`: it would have no delay), fails the benchmark
-(exit 1), so no percentile is ever taken over fewer records than were measured. Both guarantees run one after the other
-in one invocation on the same broker, each with fresh topics and consumer groups; `--repeat`
-interleaves several runs and pools their records. `cpu %` is the computation process's CPU
-time over the measured window; `load` the machine's 1-minute load average at its end
-(everything shares one machine, the broker included: tails move with it, medians much less).
+(exit 1), so no percentile is ever taken over fewer records than were measured. Both guarantees
+run one after the other in one invocation on the same broker, each with fresh topics and
+consumer groups; `--repeat` interleaves several runs and pools their records. `cpu %` is the
+computation process's CPU time over the measured window; `load` the machine's 1-minute load
+average at its end (everything shares one machine, the broker included: tails move with it,
+medians much less).
 
 The paper's figures (200 CPUs, Bigtable, no Kafka) are 3.6 ms median / 30 ms p95 with strong
 productions and exactly-once disabled, and 33.7 ms / 93.8 ms with both enabled; `x p50` and
